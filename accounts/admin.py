@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from accounts.models import Agent, ApiKey, Membership, Person, Team
+from accounts.services import issue_api_key, revoke_api_key
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role", "created_at"]
+    list_filter = ["role", "team"]
+    search_fields = ["user__username", "team__slug"]
+    autocomplete_fields = ["user", "team"]
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "team", "created_at"]
+    list_filter = ["team"]
+    search_fields = ["slug", "name", "team__slug"]
+    autocomplete_fields = ["team"]
+
+
+@admin.register(Person)
+class PersonAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "display_name", "team", "user", "created_at"]
+    list_filter = ["team"]
+    search_fields = ["external_id", "display_name", "user__username"]
+    autocomplete_fields = ["team", "user"]
+    list_select_related = ["team", "user"]
+
+
+class ApiKeyAddForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["agent", "name", "can_admin"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "agent", "team", "can_admin", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["team", "can_admin", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["prefix", "name", "agent__slug", "team__slug"]
+    list_select_related = ["agent", "team"]
+    readonly_fields = ["team", "agent", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["team", "agent", "name", "prefix", "can_admin", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke_selected"]
+
+    def get_form(self, request: HttpRequest, obj: ApiKey | None = None, **kwargs: object) -> type[forms.ModelForm]:
+        if obj is None:
+            kwargs["form"] = ApiKeyAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        return ["agent", "name", "can_admin"] if obj is None else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        issued = issue_api_key(agent=obj.agent, name=obj.name, can_admin=obj.can_admin)
+        # Hand the saved row back to the admin so its redirect and log entry point at it.
+        for field in ("id", "team_id", "prefix", "secret_hash", "created_at"):
+            setattr(obj, field, getattr(issued.api_key, field))
+        obj._state.adding = False
+        messages.warning(
+            request,
+            f"The new key is {issued.plaintext} — copy it now: only its hash is stored and it is never shown again.",
+        )
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            revoke_api_key(api_key=api_key)
+        messages.success(request, f"Revoked {queryset.count()} key(s).")

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Person
+from accounts.services import register_person
+
+
+class WhoAmIOutput(serializers.Serializer):
+    team = serializers.CharField()
+    agent = serializers.CharField()
+    agent_name = serializers.CharField()
+    key_prefix = serializers.CharField()
+    can_admin = serializers.BooleanField()
+
+
+class WhoAmIApi(APIView):
+    """The agent and team the presented API key acts as."""
+
+    @extend_schema(responses=WhoAmIOutput, operation_id="whoami")
+    def get(self, request: Request) -> Response:
+        key = request.auth
+        data = {
+            "team": key.team.slug,
+            "agent": key.agent.slug,
+            "agent_name": key.agent.name,
+            "key_prefix": key.prefix,
+            "can_admin": key.can_admin,
+        }
+        return Response(WhoAmIOutput(data).data)
+
+
+class PersonOutput(serializers.Serializer):
+    person = serializers.CharField(source="external_id")
+    display_name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class PersonRegisterApi(APIView):
+    """Make a person known ahead of their first conversation (tools also create people on first sight)."""
+
+    class InputSerializer(serializers.Serializer):
+        person = serializers.CharField(max_length=200, help_text="The agent platform's id for the person.")
+        display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    @extend_schema(request=InputSerializer, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        person, created = register_person(
+            team=request.auth.team,
+            external_id=data.validated_data["person"],
+            display_name=data.validated_data.get("display_name"),
+        )
+        return Response(PersonOutput(person).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class PersonDetailApi(APIView):
+    @extend_schema(responses=PersonOutput, operation_id="people_retrieve")
+    def get(self, request: Request, external_id: str) -> Response:
+        person = get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
+        return Response(PersonOutput(person).data)

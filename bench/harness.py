@@ -1,0 +1,53 @@
+"""A small harness: time an operation, report ops/s and p50/p95, compare with a baseline from the same run."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+
+@dataclass
+class Result:
+    name: str
+    samples: list[float]  # seconds per operation
+
+    @property
+    def p50_ms(self) -> float:
+        return statistics.median(self.samples) * 1000
+
+    @property
+    def p95_ms(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))] * 1000
+
+    @property
+    def ops_per_s(self) -> float:
+        return len(self.samples) / sum(self.samples)
+
+
+def measure(name: str, operation: Callable[[int], object], *, repeat: int, warmup: int = 3) -> Result:
+    for i in range(warmup):
+        operation(-1 - i)
+    samples = []
+    for i in tqdm(range(repeat), desc=name, leave=False, unit="op"):
+        start = time.perf_counter()
+        operation(i)
+        samples.append(time.perf_counter() - start)
+    return Result(name, samples)
+
+
+def print_table(title: str, rows: list[tuple[Result, Result | None]]) -> None:
+    """Each row is (result, baseline); the ratio is result p50 over baseline p50 (lower is better)."""
+    print(f"\n### {title}\n")
+    print("| operation | n | ops/s | p50 ms | p95 ms | baseline | × baseline p50 |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | ---: |")
+    for result, baseline in rows:
+        ratio = f"{result.p50_ms / baseline.p50_ms:.2f}" if baseline else "—"
+        print(
+            f"| {result.name} | {len(result.samples)} | {result.ops_per_s:,.0f} | {result.p50_ms:.2f} | "
+            f"{result.p95_ms:.2f} | {baseline.name if baseline else '—'} | {ratio} |"
+        )

@@ -1,0 +1,15 @@
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("mnemo")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+# The beat schedule lives here, in code. Each entry says in words when it runs.
+app.conf.beat_schedule = {
+    # Every minute: proves beat, the broker and a worker all work (shown by /healthz).
+    "heartbeat": {"task": "config.tasks.record_heartbeat", "schedule": 60.0, "kwargs": {"name": "beat"}},
+}

@@ -1,0 +1,112 @@
+"""Typed readers for settings that come from the environment.
+
+Each helper raises ImproperlyConfigured naming the variable and the value it could not
+understand, so a typo in a deployment fails at start-up instead of running with a default.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    return None if value is None else value.strip()
+
+
+def env_str(name: str, default: str = "") -> str:
+    value = _raw(name)
+    return default if value is None or value == "" else value
+
+
+def env_bool(name: str, *, default: bool) -> bool:
+    value = _raw(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off.")
+
+
+def env_int(name: str, *, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer.") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} is below its minimum of {minimum}.")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={number} is above its maximum of {maximum}.")
+    return number
+
+
+def env_float(name: str, *, default: float, minimum: float | None = None, maximum: float | None = None) -> float:
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
+    if number != number:  # NaN compares unequal to itself and would pass both bounds
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number.")
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} is below its minimum of {minimum}.")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={number} is above its maximum of {maximum}.")
+    return number
+
+
+def env_list(name: str, *, default: list[str]) -> list[str]:
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    items = [item.strip() for item in value.split(",")]
+    if any(item == "" for item in items):
+        raise ImproperlyConfigured(f"{name}={value!r} has an empty item; separate values with single commas.")
+    return items
+
+
+def env_choice(name: str, *, choices: tuple[str, ...], default: str) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}.")
+    return value
+
+
+def env_secret(name: str) -> str | None:
+    """Read a secret from NAME, or from the file named by NAME_FILE (Docker/systemd secrets)."""
+    value = _raw(name)
+    file_name = _raw(f"{name}_FILE")
+    if value and file_name:
+        raise ImproperlyConfigured(f"Set either {name} or {name}_FILE, not both.")
+    if file_name:
+        try:
+            return Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={file_name!r} cannot be read: {exc.strerror}.") from None
+    return value or None
+
+
+def env_url(name: str, *, schemes: tuple[str, ...]) -> str | None:
+    value = _raw(name)
+    if not value:
+        return None
+    scheme = value.split("://", 1)[0] if "://" in value else ""
+    if scheme not in schemes:
+        raise ImproperlyConfigured(
+            f"{name} must be a URL starting with one of {', '.join(s + '://' for s in schemes)}."
+        )
+    return value

@@ -1,0 +1,213 @@
+"""Mnemo settings. Every value that differs between machines comes from the environment
+(documented in .env.example); the helpers in config.env fail loudly on malformed values."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from config import embedded
+from config.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+    env_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()
+
+DEBUG = env_bool("DEBUG", default=False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", default=[])
+
+
+def _secret_key() -> str:
+    configured = env_secret("SECRET_KEY")
+    if configured:
+        return configured
+    # Local runs without a configured key get one generated once and kept in the data dir,
+    # so sessions survive restarts; deployments set SECRET_KEY (check --deploy insists).
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "config",
+    "accounts",
+    "memory",
+    "conversations",
+    "curator",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.middleware.ApiBodyLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Services: given URLs win; otherwise the embedded servers start (or are reused). ---
+DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql"))
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+else:
+    DATABASES = {"default": embedded.postgres_settings(DATA_DIR)}
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "mnemo")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+
+# --- Security ---
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", default=False) else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG and SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", default=0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# --- API ---
+# Bodies above this size are refused with 413 before anything parses them.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", default=1_048_576, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Mnemo API",
+    "DESCRIPTION": "Agent memory: record conversations, compose each turn, remember, recall and forget.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Memory, composer and curator knobs (DESIGN.md, "Settings that shape behaviour") ---
+COMPOSER_CEILING = env_int("COMPOSER_CEILING", default=18_000, minimum=1000)
+PASSAGES_MAX = env_int("PASSAGES_MAX", default=4, minimum=0)
+PASSAGES_CHARS = env_int("PASSAGES_CHARS", default=2000, minimum=0)
+DIGEST_LIMIT = env_int("DIGEST_LIMIT", default=40, minimum=1)
+MEMORY_SOFT_LIMIT = env_int("MEMORY_SOFT_LIMIT", default=40, minimum=1)
+MEMORY_HARD_LIMIT = env_int("MEMORY_HARD_LIMIT", default=64, minimum=1)
+BOUNDED_CAPACITY = env_int("BOUNDED_CAPACITY", default=8, minimum=1)
+CURATOR_EVERY_EXCHANGES = env_int("CURATOR_EVERY_EXCHANGES", default=4, minimum=1)
+CURATOR_EVERY_CHARS = env_int("CURATOR_EVERY_CHARS", default=8000, minimum=1)
+CONSOLIDATION_TARGET = env_float("CONSOLIDATION_TARGET", default=0.7, minimum=0.1, maximum=1.0)
+EMBEDDER = env_choice("EMBEDDER", choices=("local", "openai", "hashing", "none"), default="local")
+LLM_BASE_URL = env_url("LLM_BASE_URL", schemes=("http", "https"))
+LLM_PROVIDER = env_choice("LLM_PROVIDER", choices=("rules", "openai"), default="openai" if LLM_BASE_URL else "rules")
+PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
+
+if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"MEMORY_HARD_LIMIT={MEMORY_HARD_LIMIT} is below MEMORY_SOFT_LIMIT={MEMORY_SOFT_LIMIT}; the hard limit is the ceiling."
+    )
+
+LOG_LEVEL = env_choice("LOG_LEVEL", choices=("DEBUG", "INFO", "WARNING", "ERROR"), default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "django.db.backends": {"level": "INFO"},
+    },
+}

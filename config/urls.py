@@ -1,0 +1,37 @@
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.urls import include, path
+from django.views import defaults
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from accounts.api import PersonDetailApi, PersonRegisterApi, WhoAmIApi
+from config import views
+from config.errors import json_error_response
+from config.health import healthz
+
+api_v1 = [
+    path("me", WhoAmIApi.as_view(), name="whoami"),
+    path("people", PersonRegisterApi.as_view(), name="people-register"),
+    path("people/<path:external_id>", PersonDetailApi.as_view(), name="people-detail"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include(api_v1)),
+]
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_error_response(request, "not_found", f"Nothing at {request.path}.", 404)
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_error_response(request, "server_error", "Mnemo failed to handle this request; it is logged.", 500)
+    return defaults.server_error(request)

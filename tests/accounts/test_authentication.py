@@ -1,0 +1,70 @@
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import ApiKey
+from accounts.services import hash_secret, issue_api_key, revoke_api_key
+from tests.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_issued_key_is_stored_only_as_a_hash(tenant):
+    row = ApiKey.objects.get(pk=tenant.key.api_key.pk)
+    secret = tenant.key.plaintext.split("_")[2]
+    assert row.secret_hash == hash_secret(secret)
+    assert secret not in {row.prefix, row.name, row.secret_hash}
+
+
+def test_valid_key_authenticates_as_its_agent(tenant):
+    response = tenant.client.get("/api/v1/me")
+    assert response.status_code == 200
+    assert response.json() == {
+        "team": tenant.team.slug,
+        "agent": tenant.agent.slug,
+        "agent_name": tenant.agent.name,
+        "key_prefix": tenant.key.api_key.prefix,
+        "can_admin": False,
+    }
+    tenant.key.api_key.refresh_from_db()
+    assert tenant.key.api_key.last_used_at is not None
+
+
+def test_revoked_key_gets_401(tenant):
+    revoke_api_key(api_key=tenant.key.api_key)
+    response = tenant.client.get("/api/v1/me")
+    assert response.status_code == 401
+    assert response.json() == {"error": {"code": "not_authenticated", "message": "The API key is unknown or revoked."}}
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_unknown_key_gets_401(tenant):
+    prefix = tenant.key.api_key.prefix
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer mnemo_{prefix}_not-the-secret")
+    response = client.get("/api/v1/me")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("header", ["Bearer", "Token abc", "Bearer mnemo_only-two", "Basic dXNlcjpwYXNz"])
+def test_malformed_credentials_get_401(db, header):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get("/api/v1/me")
+    assert response.status_code == 401
+    assert set(response.json()["error"]) == {"code", "message"}
+
+
+def test_missing_key_gets_401(db):
+    response = APIClient().get("/api/v1/me")
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": {"code": "not_authenticated", "message": "Authentication credentials were not provided."}
+    }
+
+
+def test_a_key_of_one_agent_never_authenticates_another(tenant):
+    other = issue_api_key(agent=AgentFactory(team=tenant.team))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {other.plaintext}")
+    assert client.get("/api/v1/me").json()["agent"] == other.api_key.agent.slug

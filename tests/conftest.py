@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import pytest
+
+from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
+
+# pytest-playwright runs an event loop in the test thread; Django's ORM refuses sync calls there
+# unless told the test process is allowed to.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# Tasks sent by this test run go to a queue of its own, so a worker started by `make run` on the
+# same machine never picks up a test's task and writes it into the main database.
+TEST_QUEUE = f"mnemo-test-{uuid.uuid4().hex[:8]}"
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from config.celery import app
+
+    app.conf.task_default_queue = TEST_QUEUE
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CHROMIUM:
+        return
+    if os.environ.get("MNEMO_REQUIRE_BROWSER") == "1":
+        raise pytest.UsageError(
+            "MNEMO_REQUIRE_BROWSER=1 but no Chromium was found; install it (apt-get install -y chromium) "
+            "or set CHROMIUM_PATH."
+        )
+    skip = pytest.mark.skip(reason="Chromium is not installed (set MNEMO_REQUIRE_BROWSER=1 to make this an error)")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+

@@ -1,0 +1,110 @@
+"""Shared fixtures: tenants, authenticated API clients, and a real Celery worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from accounts.models import Agent, Team
+from accounts.services import IssuedKey, issue_api_key
+from tests.factories import AgentFactory, TeamFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Tenant:
+    team: Team
+    agent: Agent
+    key: IssuedKey
+    client: APIClient
+
+
+def make_tenant(*, can_admin: bool = False) -> Tenant:
+    team = TeamFactory()
+    agent = AgentFactory(team=team)
+    key = issue_api_key(agent=agent, name="test", can_admin=can_admin)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")
+    return Tenant(team=team, agent=agent, key=key, client=client)
+
+
+@pytest.fixture
+def tenant(db: None) -> Tenant:
+    return make_tenant()
+
+
+@pytest.fixture
+def other_tenant(db: None) -> Tenant:
+    return make_tenant()
+
+
+@pytest.fixture
+def admin_tenant(db: None) -> Tenant:
+    return make_tenant(can_admin=True)
+
+
+@pytest.fixture
+def api(tenant: Tenant) -> APIClient:
+    return tenant.client
+
+
+def _test_database_url() -> str:
+    settings = connection.settings_dict
+    host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host", "")
+    port = settings.get("PORT") or "5432"
+    user = settings.get("USER") or "postgres"
+    password = settings.get("PASSWORD") or ""
+    if host.startswith("/"):
+        return f"postgresql://{user}:{password}@/{settings['NAME']}?host={host}&port={port}"
+    return f"postgresql://{user}:{password}@{host}:{port}/{settings['NAME']}"
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[str]]:
+    """A real `celery worker` process on this run's queue, connected to the *test* database."""
+    from config.celery import app
+    from tests.conftest import TEST_QUEUE
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": _test_database_url(),
+        "CELERY_QUEUE": TEST_QUEUE,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    log = open(ROOT / "var" / f"test-worker-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", TEST_QUEUE, "-c", "1", "-l", "INFO",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"The Celery worker exited during start-up:\n{log.read()[-4000:]}")
+            replies = app.control.ping(destination=[f"test-{os.getpid()}@{os.uname().nodename}"], timeout=0.5)
+            if replies:
+                break
+            if time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"The Celery worker did not answer a ping within 60s:\n{log.read()[-4000:]}")
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
