@@ -48,7 +48,9 @@ class PersonRegisterApi(APIView):
         person = serializers.CharField(max_length=200, help_text="The agent platform's id for the person.")
         display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
-    @extend_schema(request=InputSerializer, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register")
+    @extend_schema(
+        request=InputSerializer, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register"
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -12,12 +12,12 @@ def main() -> int:
     import django
 
     django.setup()
+    import logging
+
     from django.db import connection
     from django.test.utils import setup_test_environment
 
     from bench import bench_api
-
-    import logging
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # 4xx paths are measured, not news
     setup_test_environment()

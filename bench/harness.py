@@ -43,7 +43,7 @@ def measure(name: str, operation: Callable[[int], object], *, repeat: int, warmu
 def print_table(title: str, rows: list[tuple[Result, Result | None]]) -> None:
     """Each row is (result, baseline); the ratio is result p50 over baseline p50 (lower is better)."""
     print(f"\n### {title}\n")
-    print("| operation | n | ops/s | p50 ms | p95 ms | baseline | × baseline p50 |")
+    print("| operation | n | ops/s | p50 ms | p95 ms | baseline | x baseline p50 |")
     print("| --- | ---: | ---: | ---: | ---: | --- | ---: |")
     for result, baseline in rows:
         ratio = f"{result.p50_ms / baseline.p50_ms:.2f}" if baseline else "—"
