@@ -147,6 +147,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Serve straight from the app and project folders too, so a checkout works before collectstatic.
+WHITENOISE_USE_FINDERS = True
 
 # --- API ---
 # Bodies above this size are refused with 413 before anything parses them.
