@@ -12,4 +12,6 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     # Every minute: proves beat, the broker and a worker all work (shown by /healthz).
     "heartbeat": {"task": "config.tasks.record_heartbeat", "schedule": 60.0, "kwargs": {"name": "beat"}},
+    # Every five minutes: remove notes whose writer-set expiry has passed.
+    "expire-notes": {"task": "memory.tasks.expire_due_notes", "schedule": 300.0},
 }

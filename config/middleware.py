@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.errors import json_error_response
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 class ApiBodyLimitMiddleware:
@@ -33,3 +37,17 @@ class ApiBodyLimitMiddleware:
                     413,
                 )
         return self.get_response(request)
+
+
+class RequestIdMiddleware:
+    """Give every request an id (the caller's X-Request-ID when sane), echoed back and kept in revisions."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        given = request.headers.get("X-Request-ID", "")
+        request.request_id = given if _SAFE_ID.fullmatch(given) else uuid.uuid4().hex
+        response = self.get_response(request)
+        response["X-Request-ID"] = request.request_id
+        return response

@@ -13,6 +13,7 @@ api_v1 = [
     path("me", WhoAmIApi.as_view(), name="whoami"),
     path("people", PersonRegisterApi.as_view(), name="people-register"),
     path("people/<path:external_id>", PersonDetailApi.as_view(), name="people-detail"),
+    path("", include("memory.urls")),
 ]
 
 urlpatterns = [

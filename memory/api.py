@@ -1,0 +1,215 @@
+"""The agent-facing API for memory: the tools, and read endpoints for notes, banks and revisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from pydantic import ValidationError as PydanticValidationError
+from rest_framework import exceptions, serializers
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Person
+from memory import services
+from memory.models import Bank, Note, Revision
+from memory.serializers import BankOutput, NoteOutput, RevisionOutput
+from memory.tools import REGISTRY, Tool, ToolContext
+
+
+def tool_context(request: Request) -> ToolContext:
+    return ToolContext(
+        team=request.auth.team, agent=request.auth.agent, api_key=request.auth, request_id=request.request_id
+    )
+
+
+def parse_args(tool: Tool, data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({"non_field_errors": ["The body must be a JSON object of arguments."]})
+    try:
+        return tool.args.model_validate(data)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        location = ".".join(str(part) for part in first["loc"]) or "body"
+        raise exceptions.ValidationError({location: [first["msg"]]}) from None
+
+
+class ToolListApi(APIView):
+    """The agent tools with their JSON schemas, in function-calling form."""
+
+    @extend_schema(
+        operation_id="tools_list",
+        tags=["tools"],
+        responses=inline_serializer("ToolList", {"tools": serializers.ListField(child=serializers.DictField())}),
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"tools": [tool.json_schema() for tool in REGISTRY.values()]})
+
+
+class ToolCallApi(APIView):
+    tool: Tool
+
+    def post(self, request: Request) -> Response:
+        args = parse_args(self.tool, request.data)
+        return Response(self.tool.run(tool_context(request), args))
+
+
+def tool_view(tool: Tool) -> type[ToolCallApi]:
+    """One view class per tool, so the OpenAPI schema documents each tool's own arguments."""
+
+    def post(self: ToolCallApi, request: Request) -> Response:
+        return ToolCallApi.post(self, request)
+
+    documented = extend_schema(
+        operation_id=f"tool_{tool.name}",
+        summary=tool.description,
+        tags=["tools"],
+        request=tool.args,
+        responses={200: tool.result},
+    )(post)
+    view = type(f"{tool.name.title().replace('_', '')}ToolApi", (ToolCallApi,), {"tool": tool, "post": documented})
+    return view
+
+
+# --- resources --------------------------------------------------------------------------------
+
+
+def _person_filter(request: Request) -> Person | None:
+    external_id = request.query_params.get("person")
+    if external_id is None:
+        return None
+    return get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
+
+
+class NoteListApi(ListAPIView):
+    serializer_class = NoteOutput
+
+    @extend_schema(
+        operation_id="notes_list",
+        parameters=[
+            OpenApiParameter("person", OpenApiTypes.STR, description="The person's id."),
+            OpenApiParameter("bank", OpenApiTypes.STR, description="A bank id, e.g. user:ada:project:apollo."),
+            OpenApiParameter("category", OpenApiTypes.STR),
+        ],
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Note]:
+        notes = Note.objects.for_team(self.request.auth.team).select_related("bank", "bank__person").order_by("id")
+        person = _person_filter(self.request)
+        if person is not None:
+            notes = notes.filter(bank__person=person)
+        if bank_id := self.request.query_params.get("bank"):
+            notes = notes.filter(bank__bank_id=bank_id)
+        if category := self.request.query_params.get("category"):
+            notes = notes.filter(category=category)
+        return notes
+
+
+class NoteDetailApi(APIView):
+    def _note(self, request: Request, note_id: int) -> Note:
+        return get_object_or_404(
+            Note.objects.for_team(request.auth.team).select_related("bank", "bank__person"), pk=note_id
+        )
+
+    @extend_schema(operation_id="notes_retrieve", responses=NoteOutput)
+    def get(self, request: Request, note_id: int) -> Response:
+        return Response(NoteOutput(self._note(request, note_id)).data)
+
+    @extend_schema(
+        operation_id="notes_destroy",
+        responses=inline_serializer(
+            "NoteDeleted",
+            {"id": serializers.IntegerField(), "bank": serializers.CharField(), "key": serializers.CharField(),
+             "action": serializers.CharField()},
+        ),
+    )  # fmt: skip
+    def delete(self, request: Request, note_id: int) -> Response:
+        note = self._note(request, note_id)
+        result = services.delete_note(note=note, actor=tool_context(request).actor, reason="deleted through the API")
+        return Response({"id": note_id, "bank": result.bank.bank_id, "key": result.key, "action": "deleted"})
+
+
+def _banks(request: Request) -> QuerySet[Bank]:
+    return (
+        Bank.objects.filter(team=request.auth.team)
+        .select_related("person")
+        .annotate(note_count=Count("notes"))
+        .order_by("bank_id")
+    )
+
+
+class BankListApi(ListAPIView):
+    serializer_class = BankOutput
+
+    @extend_schema(operation_id="banks_list", parameters=[OpenApiParameter("person", OpenApiTypes.STR)])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Bank]:
+        banks = _banks(self.request)
+        person = _person_filter(self.request)
+        if person is not None:
+            banks = banks.filter(person=person)
+        return banks
+
+
+class BankDetailApi(APIView):
+    class PatchInput(serializers.Serializer):
+        policy = serializers.ChoiceField(choices=Bank.Policy.choices, required=False)
+        soft_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+        hard_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+        capacity = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+
+    @extend_schema(operation_id="banks_retrieve", responses=BankOutput)
+    def get(self, request: Request, bank_id: str) -> Response:
+        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+
+    @extend_schema(operation_id="banks_partial_update", request=PatchInput, responses=BankOutput)
+    def patch(self, request: Request, bank_id: str) -> Response:
+        bank = get_object_or_404(_banks(request), bank_id=bank_id)
+        if not request.auth.can_admin:
+            raise exceptions.PermissionDenied("Changing a bank's policy or limits needs an admin-capable API key.")
+        data = self.PatchInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        if not data.validated_data:
+            raise exceptions.ValidationError(
+                {"non_field_errors": ["Send at least one of policy, soft_limit, hard_limit, capacity."]}
+            )
+        actor = services.Actor(Revision.Actor.ADMIN, f"key:{request.auth.prefix}", request.request_id)
+        services.update_bank_settings(bank=bank, actor=actor, changes=data.validated_data)
+        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+
+
+class RevisionListApi(ListAPIView):
+    serializer_class = RevisionOutput
+
+    @extend_schema(
+        operation_id="revisions_list",
+        parameters=[
+            OpenApiParameter("note", OpenApiTypes.INT),
+            OpenApiParameter("person", OpenApiTypes.STR),
+            OpenApiParameter("bank", OpenApiTypes.STR),
+        ],
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Revision]:
+        revisions = Revision.objects.filter(team=self.request.auth.team)
+        if note := self.request.query_params.get("note"):
+            if not note.isdigit():
+                raise exceptions.ValidationError({"note": ["A note id is a number."]})
+            revisions = revisions.filter(note_id=int(note))
+        person = _person_filter(self.request)
+        if person is not None:
+            revisions = revisions.filter(person=person)
+        if bank_id := self.request.query_params.get("bank"):
+            revisions = revisions.filter(bank_ref=bank_id)
+        return revisions

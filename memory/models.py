@@ -1,0 +1,261 @@
+"""Banks, notes, revisions, the ontology and mutes.
+
+Caps and identity are enforced twice: by the write path (which refuses with a clear error and
+logs the refusal) and by database constraints (so no other path can ever store what must not be).
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from django.db import models
+from django.db.models.functions import Length
+
+from accounts.models import Agent, Person, Team
+
+models.CharField.register_lookup(Length)
+models.TextField.register_lookup(Length)
+
+KEY_MAX = 64
+DESCRIPTION_MAX = 200
+CONTENT_MAX = 2000
+KEY_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
+
+class Bank(models.Model):
+    class Kind(models.TextChoices):
+        PRIVATE = "private", "Private (this person in this scope)"
+        SHARED = "shared", "Shared (everyone in the scope)"
+        GLOBAL = "global", "Global (this person everywhere)"
+
+    class Policy(models.TextChoices):
+        CURATED = "curated", "Curated (limits, consolidation, FULL latch)"
+        BOUNDED = "bounded", "Bounded (fixed capacity, decay, scored eviction)"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="banks")
+    bank_id = models.CharField(max_length=500, help_text="user:<person>:<scope>, scope:<scope> or user:<person>.")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, null=True, blank=True, related_name="banks")
+    scope = models.CharField(max_length=200, blank=True)
+    policy = models.CharField(max_length=16, choices=Policy.choices, default=Policy.CURATED)
+    soft_limit = models.PositiveIntegerField()
+    hard_limit = models.PositiveIntegerField()
+    capacity = models.PositiveIntegerField()
+    full = models.BooleanField(default=False)
+    full_since = models.DateTimeField(null=True, blank=True)
+    consolidation_pending = models.BooleanField(default=False)
+    consolidation_requested_at = models.DateTimeField(null=True, blank=True)
+    last_consolidation_at = models.DateTimeField(null=True, blank=True)
+    last_consolidation_outcome = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "bank_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "bank_id"], name="bank_unique_id_per_team"),
+            models.CheckConstraint(
+                condition=models.Q(hard_limit__gte=models.F("soft_limit")), name="bank_hard_limit_at_least_soft"
+            ),
+            models.CheckConstraint(condition=models.Q(capacity__gte=1), name="bank_capacity_positive"),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(kind="shared", person__isnull=True)
+                    | models.Q(kind__in=["private", "global"], person__isnull=False)
+                ),
+                name="bank_person_matches_kind",
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "person"], name="bank_team_person")]
+
+    def __str__(self) -> str:
+        return self.bank_id
+
+    @property
+    def limit(self) -> int:
+        """The number a person compares the count with: capacity when bounded, else the soft limit."""
+        return self.capacity if self.policy == self.Policy.BOUNDED else self.soft_limit
+
+
+class NoteQuerySet(models.QuerySet["Note"]):
+    def for_team(self, team: Team) -> Self:
+        return self.filter(team=team)
+
+    def live(self, now: object) -> Self:
+        """Notes that still apply: no expiry, or an expiry in the future."""
+        return self.filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+
+
+class Note(models.Model):
+    class Kind(models.TextChoices):
+        IDENTITY = "identity", "Identity"
+        PREFERENCE = "preference", "Preference"
+        FACT = "fact", "Fact"
+        EPHEMERAL = "ephemeral", "Ephemeral"
+        PAGE = "page", "Page"
+        DAILY = "daily", "Daily"
+
+    class Source(models.TextChoices):
+        IMPORT = "import", "Import"
+        REMEMBER = "remember", "Remember tool"
+        CURATOR = "curator", "Curator"
+        CONSOLIDATION = "consolidation", "Consolidation"
+        OWNER = "owner", "Owner"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="notes")
+    bank = models.ForeignKey(Bank, on_delete=models.CASCADE, related_name="notes")
+    key = models.CharField(max_length=KEY_MAX)
+    description = models.CharField(max_length=DESCRIPTION_MAX)
+    content = models.TextField()
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FACT)
+    category = models.CharField(max_length=64, blank=True)
+    scope_refs = models.JSONField(default=dict, blank=True)
+    semantics = models.JSONField(default=list, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    repetitions = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(help_text="Moves only when the note is rewritten, never on read.")
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    objects = NoteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["bank", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "bank", "key"], name="note_unique_key_per_bank"),
+            models.CheckConstraint(condition=models.Q(key__regex=KEY_PATTERN), name="note_key_is_slug"),
+            models.CheckConstraint(condition=models.Q(key__length__lte=KEY_MAX), name="note_key_cap"),
+            models.CheckConstraint(
+                condition=models.Q(description__length__lte=DESCRIPTION_MAX), name="note_description_cap"
+            ),
+            models.CheckConstraint(condition=models.Q(content__length__lte=CONTENT_MAX), name="note_content_cap"),
+            models.CheckConstraint(condition=models.Q(repetitions__gte=1), name="note_repetitions_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "bank", "updated_at"], name="note_team_bank_updated"),
+            models.Index(
+                fields=["team", "expires_at"], name="note_team_expiry", condition=models.Q(expires_at__isnull=False)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.bank.bank_id}:{self.key}"
+
+    @property
+    def identity(self) -> str:
+        return f"{self.bank.bank_id}:{self.key}"
+
+    def snapshot(self) -> dict[str, object]:
+        """What a revision keeps of this note."""
+        return {
+            "key": self.key,
+            "description": self.description,
+            "content": self.content,
+            "kind": self.kind,
+            "category": self.category,
+            "scope_refs": self.scope_refs,
+            "semantics": self.semantics,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+
+class Revision(models.Model):
+    class Action(models.TextChoices):
+        CREATE = "create", "Created"
+        UPDATE = "update", "Updated"
+        APPEND = "append", "Appended"
+        DELETE = "delete", "Deleted"
+        MERGE = "merge", "Merged"
+        EVICT = "evict", "Evicted"
+        REFUSED = "refused", "Refused"
+        LATCH = "latch", "Bank state"
+
+    class Actor(models.TextChoices):
+        AGENT = "agent", "Agent"
+        CURATOR = "curator", "Curator"
+        CONSOLIDATION = "consolidation", "Consolidation"
+        OWNER = "owner", "Owner"
+        IMPORT = "import", "Import"
+        POLICY = "policy", "Bank policy"
+        EXPIRY = "expiry", "Expiry"
+        ADMIN = "admin", "Admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="revisions")
+    bank = models.ForeignKey(Bank, on_delete=models.SET_NULL, null=True, blank=True, related_name="revisions")
+    bank_ref = models.CharField(max_length=500, help_text="The bank id, kept even if the bank goes.")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, null=True, blank=True, related_name="revisions")
+    note_key = models.CharField(max_length=200, blank=True)
+    note_id = models.BigIntegerField(null=True, blank=True, help_text="The note's id; it may no longer exist.")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    actor_ref = models.CharField(max_length=200, blank=True, help_text="Which agent, user or task.")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    request_id = models.CharField(max_length=100, blank=True)
+    erased = models.BooleanField(default=False, help_text="The content was erased on the person's request.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "note_id", "-created_at"], name="revision_team_note"),
+            models.Index(fields=["team", "bank", "-created_at"], name="revision_team_bank"),
+            models.Index(fields=["team", "person", "-created_at"], name="revision_team_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.bank_ref}:{self.note_key} by {self.actor}"
+
+
+class OntologyNode(models.Model):
+    class Kind(models.TextChoices):
+        DOMAIN = "domain", "Domain"
+        RELATIONSHIP = "relationship", "Relationship"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="ontology")
+    node_id = models.CharField(max_length=100, help_text="The exact id notes and turns use.")
+    label = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.DOMAIN)
+    parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="children")
+    source = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="+", help_text="Relationship endpoint."
+    )
+    target = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="+", help_text="Relationship endpoint."
+    )
+    glossary = models.TextField(blank=True, help_text="Words recall should associate with this tag.")
+
+    class Meta:
+        ordering = ["team", "node_id"]
+        verbose_name = "ontology node"
+        constraints = [
+            models.UniqueConstraint(fields=["team", "node_id"], name="ontology_unique_id_per_team"),
+            models.CheckConstraint(
+                condition=models.Q(kind="domain", source__isnull=True, target__isnull=True)
+                | models.Q(kind="relationship", source__isnull=False, target__isnull=False),
+                name="ontology_endpoints_only_on_relationships",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.node_id
+
+
+class CategoryMute(models.Model):
+    """A person's choice that one agent stops using one category of what it knows about them."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="mutes")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="mutes")
+    category = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "person", "agent", "category"], name="mute_unique_per_agent_category"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.person} muted {self.category} for {self.agent}"

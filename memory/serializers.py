@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory.models import Bank, Note, Revision
+
+
+class NoteOutput(serializers.ModelSerializer):
+    bank = serializers.CharField(source="bank.bank_id")
+    person = serializers.CharField(source="bank.person.external_id", allow_null=True, default=None)
+
+    class Meta:
+        model = Note
+        fields = [
+            "id", "bank", "person", "key", "description", "content", "kind", "category", "scope_refs",
+            "semantics", "source", "repetitions", "created_at", "updated_at", "expires_at",
+        ]  # fmt: skip
+
+
+class ConsolidationOutput(serializers.Serializer):
+    pending = serializers.BooleanField(source="consolidation_pending")
+    requested_at = serializers.DateTimeField(source="consolidation_requested_at", allow_null=True)
+    last_run_at = serializers.DateTimeField(source="last_consolidation_at", allow_null=True)
+    last_outcome = serializers.CharField(source="last_consolidation_outcome")
+
+
+class BankOutput(serializers.ModelSerializer):
+    id = serializers.CharField(source="bank_id")
+    person = serializers.CharField(source="person.external_id", allow_null=True, default=None)
+    count = serializers.IntegerField(source="note_count")
+    consolidation = ConsolidationOutput(source="*")
+
+    class Meta:
+        model = Bank
+        fields = [
+            "id", "kind", "person", "scope", "policy", "count", "soft_limit", "hard_limit", "capacity",
+            "full", "full_since", "consolidation",
+        ]  # fmt: skip
+
+
+class RevisionOutput(serializers.ModelSerializer):
+    bank = serializers.CharField(source="bank_ref")
+    note = serializers.IntegerField(source="note_id", allow_null=True)
+
+    class Meta:
+        model = Revision
+        fields = [
+            "id", "bank", "note", "note_key", "action", "actor", "actor_ref", "before", "after", "reason",
+            "request_id", "erased", "created_at",
+        ]  # fmt: skip

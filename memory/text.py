@@ -1,0 +1,207 @@
+"""Text helpers shared by the write path and the readers: key slugs, caps, tokens for BM25."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+
+import snowballstemmer
+
+_NON_SLUG = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+LINK = re.compile(r"\[\[([^\[\]]{1,100})\]\]")
+
+# Words that carry no meaning for matching. "Fewer than two real words" (passages) counts
+# the words left after removing these.
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "i'm",
+        "im",
+        "it's",
+        "its",
+        "you're",
+        "youre",
+        "ok",
+        "okay",
+        "yes",
+        "yeah",
+        "thanks",
+        "thank",
+        "please",
+        "hi",
+        "hello",
+        "hey",
+        "also",
+        "get",
+        "got",
+        "let",
+        "lets",
+        "us",
+    ]
+)
+
+
+def normalize_key(raw: str) -> str:
+    """'Prefers Norwegian' and 'prefers_norwegian' both become 'prefers-norwegian'."""
+    ascii_text = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode()
+    return _NON_SLUG.sub("-", ascii_text.lower()).strip("-")
+
+
+def has_line_breaks_or_controls(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" for ch in text)
+
+
+@cache
+def _stemmer() -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased, stop words removed, stemmed: what BM25 indexes and queries with."""
+    kept = [w for w in words(text) if w not in STOP_WORDS]
+    return _stemmer().stemWords(kept)
+
+
+def real_word_count(text: str) -> int:
+    return sum(1 for w in words(text) if w not in STOP_WORDS)
+
+
+def links(content: str) -> list[str]:
+    """The keys a note links to with [[key]], normalised, in order of first mention."""
+    seen: dict[str, None] = {}
+    for match in LINK.finditer(content):
+        key = normalize_key(match.group(1))
+        if key:
+            seen.setdefault(key, None)
+    return list(seen)

@@ -1,0 +1,449 @@
+"""The agent tools: one definition per tool (arguments, result, handler) serves REST and MCP.
+
+Arguments are pydantic models so each tool's JSON schema comes from the same definition that
+validates a call. Caps are deliberately not in the schemas: the write path enforces them and
+answers 422 too_long, the same for every caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from accounts.models import Agent, ApiKey, Person, Team
+from accounts.services import get_or_create_person
+from memory import queries, services
+from memory.exceptions import NoteNotFound
+from memory.models import Bank, Note
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    team: Team
+    agent: Agent
+    api_key: ApiKey | None
+    request_id: str = ""
+
+    @property
+    def actor(self) -> services.Actor:
+        return services.Actor.for_agent(self.agent, self.request_id)
+
+
+# --- argument models --------------------------------------------------------------------------
+
+
+class Context(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    refs: dict[str, list[str]] = Field(
+        default_factory=dict, description='Concrete references of this turn, e.g. {"project": ["P"]}.'
+    )
+    tags: list[str] = Field(default_factory=list, description="Ontology ids this turn is about.")
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    person: str = Field(min_length=1, max_length=200, description="The agent platform's id for the person.")
+    scope: str | None = Field(
+        default=None, max_length=200, description="Where the conversation happens, e.g. project:apollo."
+    )
+    context: Context | None = Field(default=None, description="What this turn is about; decides which notes apply.")
+
+    def turn_context(self) -> queries.TurnContext:
+        if self.context is None:
+            return queries.TurnContext()
+        return queries.TurnContext(refs=self.context.refs, tags=self.context.tags)
+
+
+class RememberArgs(ToolArgs):
+    key: str = Field(description="A short slug naming the fact; remembering an existing key replaces it.")
+    description: str = Field(description="One line saying what the note is (at most 200 characters).")
+    content: str = Field(description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]].")
+    kind: Literal["identity", "preference", "fact", "ephemeral", "page", "daily"] = "fact"
+    category: str | None = Field(default=None, description="A label such as preferences.")
+    bank: Literal["private", "shared", "global"] = Field(
+        default="private",
+        description="private: this person here; shared: everyone in the scope; global: this person everywhere.",
+    )
+    scope_refs: dict[str, list[str]] | None = Field(
+        default=None, description='Limit the note to references, e.g. {"project": ["P"], "work_item": ["A", "B"]}.'
+    )
+    semantics: list[str] | None = Field(default=None, description="Exact ontology ids the note is about.")
+
+
+class RecallMemoriesArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(default=5, ge=1, le=50)
+
+
+class ForgetMemoryArgs(ToolArgs):
+    key: str
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class RememberAboutUserArgs(ToolArgs):
+    observation: str = Field(description="One observation to append to the category's note.")
+    category: str = Field(description="A label such as preferences; one note per category.")
+    summary: str | None = Field(default=None, description="A one-line digest of the whole category.")
+
+
+class RememberAboutProjectArgs(RememberAboutUserArgs):
+    project: str = Field(
+        min_length=1, max_length=150, description="The project's id; the note goes to its shared bank."
+    )
+
+
+class EditNoteArgs(ToolArgs):
+    id: int = Field(description="The note's id, as returned by the remember tools.")
+    mode: Literal["find_replace", "replace"]
+    find: str | None = Field(default=None, description="find_replace: the exact text to replace.")
+    content: str = Field(description="The replacement (empty removes the found text) or the whole new content.")
+
+
+class SearchArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(default=10, ge=1, le=50)
+
+
+class RecallArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=2000)
+    budget_chars: int = Field(default=4000, ge=100, le=50_000)
+    depth: int = Field(default=1, ge=0, le=3)
+    max_per_source: int = Field(default=1000, ge=50, le=10_000)
+
+
+# --- result models ----------------------------------------------------------------------------
+
+
+class Evicted(BaseModel):
+    id: int
+    key: str
+    kind: str
+    reason: str
+
+
+class WriteOut(BaseModel):
+    id: int | None
+    bank: str
+    key: str
+    action: str
+    evicted: list[Evicted] = Field(default_factory=list, description="Notes a bounded bank evicted to make room.")
+
+
+class RecallMemoriesHit(BaseModel):
+    id: int
+    bank: str
+    key: str
+    description: str
+    content: str
+    score: float
+
+
+class RecallMemoriesOut(BaseModel):
+    results: list[RecallMemoriesHit]
+
+
+class SearchHit(BaseModel):
+    id: int
+    bank: str
+    key: str
+    snippet: str
+    score: float
+
+
+class SearchOut(BaseModel):
+    results: list[SearchHit]
+
+
+class RecallItem(BaseModel):
+    id: int
+    bank: str
+    key: str
+    content: str
+    via: str
+    truncated: bool
+
+
+class Omitted(BaseModel):
+    id: int
+    key: str
+    chars: int
+    reason: str
+
+
+class RecallOut(BaseModel):
+    items: list[RecallItem]
+    used_chars: int
+    omitted: list[Omitted]
+
+
+# --- handlers ---------------------------------------------------------------------------------
+
+
+def _person(ctx: ToolContext, args: ToolArgs) -> Person:
+    return get_or_create_person(team=ctx.team, external_id=args.person)
+
+
+def _write_out(result: services.WriteResult, note_id: int | None = None) -> dict[str, Any]:
+    return WriteOut(
+        id=result.note.pk if result.note is not None else note_id,
+        bank=result.bank.bank_id,
+        key=result.key,
+        action=result.action,
+        evicted=[Evicted(**e) for e in result.evicted],
+    ).model_dump()
+
+
+def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
+    result = services.remember(
+        team=ctx.team,
+        person=_person(ctx, args),
+        actor=ctx.actor,
+        key=args.key,
+        description=args.description,
+        content=args.content,
+        scope=args.scope or "",
+        bank=args.bank,
+        kind=args.kind,
+        category=args.category,
+        scope_refs=args.scope_refs,
+        semantics=args.semantics,
+    )
+    return _write_out(result)
+
+
+def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str, Any]:
+    hits = queries.recall_memories(
+        team=ctx.team,
+        person=_person(ctx, args),
+        agent=ctx.agent,
+        query=args.query,
+        limit=args.limit,
+        scope=args.scope or "",
+        context=args.turn_context(),
+    )
+    return RecallMemoriesOut(
+        results=[
+            RecallMemoriesHit(
+                id=h.note.pk,
+                bank=h.note.bank.bank_id,
+                key=h.note.key,
+                description=h.note.description,
+                content=h.note.content,
+                score=round(h.score, 4),
+            )
+            for h in hits
+        ]
+    ).model_dump()
+
+
+def run_forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> dict[str, Any]:
+    result, note_id = services.forget(
+        team=ctx.team,
+        person=_person(ctx, args),
+        actor=ctx.actor,
+        key=args.key,
+        scope=args.scope or "",
+        context_refs=args.context.refs if args.context else None,
+        reason=args.reason or "",
+    )
+    return _write_out(result, note_id)
+
+
+def run_remember_about_user(ctx: ToolContext, args: RememberAboutUserArgs) -> dict[str, Any]:
+    result = services.append_observation(
+        team=ctx.team,
+        person=_person(ctx, args),
+        actor=ctx.actor,
+        category=args.category,
+        observation=args.observation,
+        summary=args.summary,
+        bank=Bank.Kind.GLOBAL,
+    )
+    return _write_out(result)
+
+
+def run_remember_about_project(ctx: ToolContext, args: RememberAboutProjectArgs) -> dict[str, Any]:
+    result = services.append_observation(
+        team=ctx.team,
+        person=_person(ctx, args),
+        actor=ctx.actor,
+        category=args.category,
+        observation=args.observation,
+        summary=args.summary,
+        bank=Bank.Kind.SHARED,
+        scope=f"project:{args.project}",
+    )
+    return _write_out(result)
+
+
+def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -> Note:
+    """A note this call may touch: in the person's own banks, or the shared bank of this scope."""
+    note = (
+        Note.objects.for_team(ctx.team)
+        .select_related("bank")
+        .filter(pk=note_id)
+        .filter(
+            bank__in=services.applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all())
+        )
+        .first()
+    )
+    if note is None:
+        raise NoteNotFound(f"No note {note_id} is reachable for this person and scope.", field="id")
+    return note
+
+
+def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
+    person = _person(ctx, args)
+    note = reachable_note(ctx, person, services.validate_scope(args.scope), args.id)
+    result = services.edit_note(note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content)
+    out = _write_out(result)
+    out["action"] = "updated" if result.action == "updated" else result.action
+    return out
+
+
+def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
+    hits = queries.recall_memories(
+        team=ctx.team,
+        person=_person(ctx, args),
+        agent=ctx.agent,
+        query=args.query,
+        limit=args.limit,
+        scope=args.scope or "",
+        context=args.turn_context(),
+    )
+    return SearchOut(
+        results=[
+            SearchHit(
+                id=h.note.pk,
+                bank=h.note.bank.bank_id,
+                key=h.note.key,
+                snippet=queries.snippet(h.note, h.matched),
+                score=round(h.score, 4),
+            )
+            for h in hits
+        ]
+    ).model_dump()
+
+
+def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
+    bundle = queries.recall_bundle(
+        team=ctx.team,
+        person=_person(ctx, args),
+        agent=ctx.agent,
+        query=args.query,
+        budget_chars=args.budget_chars,
+        depth=args.depth,
+        max_per_source=args.max_per_source,
+        scope=args.scope or "",
+        context=args.turn_context(),
+    )
+    return RecallOut(
+        items=[
+            RecallItem(
+                id=i.note.pk,
+                bank=i.note.bank.bank_id,
+                key=i.note.key,
+                content=i.content,
+                via=i.via,
+                truncated=i.truncated,
+            )
+            for i in bundle.items
+        ],
+        used_chars=bundle.used_chars,
+        omitted=[Omitted(**o) for o in bundle.omitted],
+    ).model_dump()
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[ToolArgs]
+    result: type[BaseModel]
+    run: Callable[[ToolContext, Any], dict[str, Any]]
+
+    def json_schema(self) -> dict[str, Any]:
+        """The tool in function-calling form: name, description and JSON-schema parameters."""
+        return {"name": self.name, "description": self.description, "parameters": self.args.model_json_schema()}
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    if tool.name in REGISTRY:
+        raise ValueError(f"Tool {tool.name} is registered twice.")
+    REGISTRY[tool.name] = tool
+    return tool
+
+
+for _tool in [
+    Tool(
+        "remember",
+        "Remember a fact about the person or the work under a short key. Remembering an existing key "
+        "replaces it (a correction, not a second note). Search first to avoid synonyms.",
+        RememberArgs,
+        WriteOut,
+        run_remember,
+    ),
+    Tool(
+        "recall_memories",
+        "Find remembered notes relevant to a query and return their full content.",
+        RecallMemoriesArgs,
+        RecallMemoriesOut,
+        run_recall_memories,
+    ),
+    Tool(
+        "forget_memory",
+        "Forget the note with this key (the narrowest applicable bank that holds it).",
+        ForgetMemoryArgs,
+        WriteOut,
+        run_forget_memory,
+    ),
+    Tool(
+        "remember_about_user",
+        "Append an observation about the person to their note for a category (one note per category, "
+        "kept in their global bank).",
+        RememberAboutUserArgs,
+        WriteOut,
+        run_remember_about_user,
+    ),
+    Tool(
+        "remember_about_project",
+        "Append an observation about a project to its shared note for a category.",
+        RememberAboutProjectArgs,
+        WriteOut,
+        run_remember_about_project,
+    ),
+    Tool(
+        "edit_note",
+        "Edit a note by id: find_replace replaces the found text (empty content removes it); replace "
+        "rewrites the whole content.",
+        EditNoteArgs,
+        WriteOut,
+        run_edit_note,
+    ),
+    Tool(
+        "search",
+        "Ranked snippets of what is remembered, with scores and ids. Use it before writing to find an "
+        "existing key or category.",
+        SearchArgs,
+        SearchOut,
+        run_search,
+    ),
+    Tool(
+        "recall",
+        "Assemble context on a topic: relevant notes plus the notes they link to with [[key]], packed "
+        "within a character budget.",
+        RecallArgs,
+        RecallOut,
+        run_recall,
+    ),
+]:
+    register(_tool)

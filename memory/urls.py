@@ -1,0 +1,14 @@
+from django.urls import path
+
+from memory import api
+from memory.tools import REGISTRY
+
+urlpatterns = [
+    path("tools", api.ToolListApi.as_view(), name="tools-list"),
+    *[path(f"tools/{name}", api.tool_view(tool).as_view(), name=f"tool-{name}") for name, tool in REGISTRY.items()],
+    path("notes", api.NoteListApi.as_view(), name="notes-list"),
+    path("notes/<int:note_id>", api.NoteDetailApi.as_view(), name="notes-detail"),
+    path("banks", api.BankListApi.as_view(), name="banks-list"),
+    path("banks/<path:bank_id>", api.BankDetailApi.as_view(), name="banks-detail"),
+    path("revisions", api.RevisionListApi.as_view(), name="revisions-list"),
+]
