@@ -132,7 +132,7 @@ DIGEST_HEADER = (
     "can be recalled by its key when the turn needs it."
 )
 DIGEST_EMPTY = "Nothing is remembered yet."
-DIGEST_MORE = "{count} more notes are not listed here; search memory to reach them."
+DIGEST_MORE = "{count} more notes are remembered but not listed here."
 FULL_NOTICE = (
     "The {kind} memory bank is full: new notes are refused until something is removed. If something "
     "new is worth keeping, offer the person to drop something old or outdated first."

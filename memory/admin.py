@@ -1,0 +1,123 @@
+"""Admin for memory. Notes are read-only here: every change goes through the write path
+(the API, the lens or the tools), so the admin can never bypass caps or the revision log."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
+from memory.services import Actor, clear_latch, delete_note, update_bank_settings
+
+
+def _admin_actor(request: HttpRequest) -> Actor:
+    return Actor(Revision.Actor.ADMIN, f"user:{request.user.get_username()}", getattr(request, "request_id", ""))
+
+
+@admin.register(Bank)
+class BankAdmin(admin.ModelAdmin):
+    list_display = ["bank_id", "team", "kind", "policy", "note_count", "soft_limit", "hard_limit", "capacity", "full"]
+    list_filter = ["team", "kind", "policy", "full", "consolidation_pending"]
+    search_fields = ["bank_id", "scope", "person__external_id"]
+    list_select_related = ["team", "person"]
+    fields = [
+        "team", "bank_id", "kind", "person", "scope", "policy", "soft_limit", "hard_limit", "capacity", "full",
+        "full_since", "consolidation_pending", "consolidation_requested_at", "last_consolidation_at",
+        "last_consolidation_outcome",
+    ]  # fmt: skip
+    readonly_fields = [
+        "team", "bank_id", "kind", "person", "scope", "full", "full_since", "consolidation_pending",
+        "consolidation_requested_at", "last_consolidation_at", "last_consolidation_outcome",
+    ]  # fmt: skip
+    actions = ["clear_full_latch"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Bank]:
+        return super().get_queryset(request).annotate(note_total=Count("notes"))
+
+    @admin.display(description="notes", ordering="note_total")
+    def note_count(self, bank: Bank) -> int:
+        return bank.note_total  # type: ignore[attr-defined]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # banks are created on first use
+
+    def save_model(self, request: HttpRequest, obj: Bank, form: object, change: bool) -> None:
+        changed = {name: getattr(obj, name) for name in form.changed_data}  # type: ignore[attr-defined]
+        if changed:
+            update_bank_settings(bank=obj, actor=_admin_actor(request), changes=changed)
+
+    @admin.action(description="Clear the FULL latch (logged)")
+    def clear_full_latch(self, request: HttpRequest, queryset: QuerySet[Bank]) -> None:
+        cleared = 0
+        for bank in queryset.filter(full=True):
+            clear_latch(bank=bank, actor=_admin_actor(request), reason="cleared by an admin")
+            cleared += 1
+        messages.success(request, f"Cleared the FULL latch on {cleared} bank(s).")
+
+
+@admin.register(Note)
+class NoteAdmin(admin.ModelAdmin):
+    list_display = ["key", "bank", "team", "kind", "category", "source", "updated_at"]
+    list_filter = ["team", "kind", "source", "bank__policy"]
+    search_fields = ["key", "description", "bank__bank_id"]
+    list_select_related = ["bank", "team"]
+    date_hierarchy = "updated_at"
+    actions = ["delete_through_write_path"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Note | None = None) -> list[str]:
+        return [field.name for field in Note._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Note | None = None) -> bool:
+        return False  # the bulk action below deletes through the write path instead
+
+    def get_actions(self, request: HttpRequest) -> dict[str, object]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Delete the selected notes (logged, through the write path)")
+    def delete_through_write_path(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
+        count = 0
+        for note in queryset.select_related("bank"):
+            delete_note(note=note, actor=_admin_actor(request), reason="deleted by an admin")
+            count += 1
+        messages.success(request, f"Deleted {count} note(s).")
+
+
+@admin.register(Revision)
+class RevisionAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "action", "bank_ref", "note_key", "actor", "actor_ref", "team"]
+    list_filter = ["team", "action", "actor", "erased"]
+    search_fields = ["bank_ref", "note_key", "actor_ref", "request_id", "reason"]
+    list_select_related = ["team"]
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Revision | None = None) -> list[str]:
+        return [field.name for field in Revision._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Revision | None = None) -> bool:
+        return False
+
+
+@admin.register(OntologyNode)
+class OntologyNodeAdmin(admin.ModelAdmin):
+    list_display = ["node_id", "label", "kind", "parent", "team"]
+    list_filter = ["team", "kind"]
+    search_fields = ["node_id", "label", "glossary"]
+    autocomplete_fields = ["parent", "source", "target"]
+    list_select_related = ["parent", "team"]
+
+
+@admin.register(CategoryMute)
+class CategoryMuteAdmin(admin.ModelAdmin):
+    list_display = ["person", "agent", "category", "team", "created_at"]
+    list_filter = ["team", "agent"]
+    search_fields = ["person__external_id", "category"]
+    list_select_related = ["person", "agent", "team"]
