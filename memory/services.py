@@ -362,6 +362,8 @@ def remember(
             "semantics": check_semantics(team, semantics),
             "expires_at": expires_at,
         }
+        if expires_at is not None and timezone.is_naive(expires_at):
+            raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
         if expires_at is not None and expires_at <= timezone.now():
             raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
         return _upsert(_lock(target), actor, fields, source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,6 +72,9 @@ class RememberArgs(ToolArgs):
         default=None, description='Limit the note to references, e.g. {"project": ["P"], "work_item": ["A", "B"]}.'
     )
     semantics: list[str] | None = Field(default=None, description="Exact ontology ids the note is about.")
+    expires_at: datetime | None = Field(
+        default=None, description="When the note stops applying (ISO 8601); it is then removed and logged."
+    )
 
 
 class RecallMemoriesArgs(ToolArgs):
@@ -210,6 +214,7 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
         category=args.category,
         scope_refs=args.scope_refs,
         semantics=args.semantics,
+        expires_at=args.expires_at,
     )
     return _write_out(result)
 

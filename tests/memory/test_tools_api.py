@@ -244,3 +244,20 @@ def test_scope_walls_hold_in_recall(tenant):
     assert other_scope == []
     other_person = call(tenant, "recall_memories", person="bob", scope="project:apollo", query="launch plan").json()
     assert other_person["results"] == []
+
+
+def test_remember_with_an_expiry(tenant):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    soon = (timezone.now() + timedelta(hours=2)).isoformat()
+    assert remember(tenant, key="on-the-train", expires_at=soon).status_code == 200
+    assert Note.objects.get().expires_at is not None
+    past = remember(tenant, key="yesterday", expires_at="2020-01-01T00:00:00Z")
+    assert past.status_code == 400
+    assert past.json()["error"]["field"] == "expires_at"
+    assert remember(tenant, key="garbage", expires_at="not a date").status_code == 400
+    naive = remember(tenant, key="naive", expires_at="2099-01-01T00:00:00")
+    assert naive.status_code == 400
+    assert "timezone" in naive.json()["error"]["message"]
