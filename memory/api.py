@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Person
-from memory import services
+from memory import packages, services
 from memory.models import Bank, Note, Revision
 from memory.serializers import BankOutput, NoteOutput, RevisionOutput
 from memory.tools import REGISTRY, Tool, ToolContext
@@ -213,3 +213,102 @@ class RevisionListApi(ListAPIView):
         if bank_id := self.request.query_params.get("bank"):
             revisions = revisions.filter(bank_ref=bank_id)
         return revisions
+
+
+# --- memory packages --------------------------------------------------------------------------
+
+_PACKAGE_NOTE = inline_serializer(
+    "MemoryPackageNote",
+    {
+        "id": serializers.IntegerField(read_only=True),
+        "key": serializers.CharField(),
+        "description": serializers.CharField(),
+        "content": serializers.CharField(),
+        "kind": serializers.CharField(required=False, help_text=f"One of {', '.join(Note.Kind.values)}; default fact."),
+        "category": serializers.CharField(required=False, allow_blank=True),
+        "scope_refs": serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False),
+        "semantics": serializers.ListField(child=serializers.CharField(), required=False),
+        "source": serializers.CharField(read_only=True),
+        "repetitions": serializers.IntegerField(read_only=True),
+        "expires_at": serializers.DateTimeField(required=False, allow_null=True),
+        "created_at": serializers.DateTimeField(required=False, help_text="Informational; ignored on import."),
+        "updated_at": serializers.DateTimeField(required=False, help_text="Informational; ignored on import."),
+    },
+    many=True,
+)
+_PACKAGE = inline_serializer(
+    "MemoryPackage",
+    {
+        "format": serializers.CharField(help_text=f'Always "{packages.FORMAT}".'),
+        "version": serializers.IntegerField(help_text=f"The format's version: {packages.VERSION}."),
+        "exported_at": serializers.DateTimeField(required=False),
+        "team": serializers.CharField(read_only=True, help_text="Export only: the team's slug."),
+        "person": serializers.DictField(read_only=True, help_text="Export only: the person's id and display name."),
+        "mutes": serializers.ListField(
+            child=serializers.DictField(), read_only=True, help_text="Export only: categories muted per agent."
+        ),
+        "banks": inline_serializer(
+            "MemoryPackageBank",
+            {
+                "id": serializers.CharField(required=False, help_text="Checked against kind, person and scope."),
+                "kind": serializers.CharField(help_text=f"One of {', '.join(Bank.Kind.values)}."),
+                "person": serializers.CharField(allow_null=True, required=False),
+                "scope": serializers.CharField(allow_blank=True, required=False),
+                "policy": serializers.ChoiceField(choices=Bank.Policy.choices, required=False),
+                "notes": _PACKAGE_NOTE,
+            },
+            many=True,
+        ),
+        "revisions": serializers.ListField(
+            child=serializers.DictField(), required=False, help_text="The person's revision log; ignored on import."
+        ),
+    },
+)
+
+
+class ImportApi(APIView):
+    @extend_schema(
+        operation_id="imports_create",
+        summary="Import a memory package",
+        description=(
+            "Every note goes through the write path with source and actor import; a refused note is reported "
+            "and the others still import. Idempotent by key. The body may also be a JSON array: the JSONL "
+            "form's header object followed by one note object per element, each with bank_kind, person, scope."
+        ),
+        request=_PACKAGE,
+        responses=inline_serializer(
+            "ImportReport",
+            {
+                "created": serializers.IntegerField(),
+                "updated": serializers.IntegerField(),
+                "unchanged": serializers.IntegerField(),
+                "refused": serializers.IntegerField(),
+                "refusals": inline_serializer(
+                    "ImportRefusal",
+                    {"bank": serializers.CharField(), "key": serializers.CharField(), "code": serializers.CharField(),
+                     "message": serializers.CharField()},
+                    many=True,
+                ),
+                "evicted": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        actor = services.Actor(Revision.Actor.IMPORT, request.auth.agent.slug, request.request_id)
+        report = packages.import_package(team=request.auth.team, data=request.data, actor=actor)
+        return Response(report.as_dict())
+
+
+class ExportApi(APIView):
+    @extend_schema(
+        operation_id="exports_retrieve",
+        summary="Export everything memory holds about one person",
+        parameters=[OpenApiParameter("person", OpenApiTypes.STR, required=True, description="The person's id.")],
+        responses=_PACKAGE,
+    )
+    def get(self, request: Request) -> Response:
+        external_id = request.query_params.get("person")
+        if not external_id:
+            raise exceptions.ValidationError({"person": ["Name the person to export, e.g. ?person=ada."]})
+        person = get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
+        return Response(packages.export_person(team=request.auth.team, person=person))

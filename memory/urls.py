@@ -11,4 +11,6 @@ urlpatterns = [
     path("banks", api.BankListApi.as_view(), name="banks-list"),
     path("banks/<path:bank_id>", api.BankDetailApi.as_view(), name="banks-detail"),
     path("revisions", api.RevisionListApi.as_view(), name="revisions-list"),
+    path("imports", api.ImportApi.as_view(), name="imports"),
+    path("exports", api.ExportApi.as_view(), name="exports"),
 ]

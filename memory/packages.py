@@ -1,0 +1,427 @@
+"""Import and export of memory packages: the first of the three writers of notes (source "import").
+
+A memory package is a versioned, self-describing file of notes grouped by bank. Import sends
+every note through the single write path (`memory.services.remember`, source ``import``, actor
+``import``), so caps, key normalisation, ontology ids, bank limits and the revision log apply
+exactly as for any other write. Export gathers everything Mnemo's memory holds about one person,
+for a data-access request (export plus erase answer a data-subject request).
+
+Format, as JSON (one object)::
+
+    {
+      "format": "mnemo.memory-package",
+      "version": 1,
+      "exported_at": "2026-11-30T12:00:00+00:00",
+      "banks": [
+        {
+          "id": "user:ada:project:apollo",          # optional on import; checked when present
+          "kind": "private" | "shared" | "global",
+          "person": "ada" | null,                   # the person's id; null for a shared bank
+          "scope": "project:apollo" | "",
+          "policy": "curated" | "bounded",          # informational; ignored on import
+          "notes": [
+            {
+              "key": "prefers-norwegian",
+              "description": "Prefers answers in Norwegian",
+              "content": "...",
+              "kind": "preference",                 # default fact
+              "category": "",                       # optional
+              "scope_refs": {"project": ["P"]},     # optional
+              "semantics": ["language"],            # optional; exact ontology ids of the target team
+              "expires_at": "2027-01-01T00:00:00+00:00" | null,   # optional
+              "created_at": "...", "updated_at": "..."            # optional; informational
+            }
+          ]
+        }
+      ],
+      "revisions": [...]                            # optional; ignored on import
+    }
+
+and as JSONL: a header line ``{"format": "mnemo.memory-package", "version": 1}`` followed by one
+note per line that carries its bank inline::
+
+    {"format": "mnemo.memory-package", "version": 1}
+    {"bank_kind": "global", "person": "ada", "scope": "", "key": "home-town", "description": "...", "content": "..."}
+
+(a JSONL line may also carry ``"bank"``, the bank id, which is then checked like a bank's ``id``).
+
+On import:
+
+- A bank's ``kind``, ``person`` and ``scope`` decide where its notes go (``private`` without a
+  scope is the person's global bank, as for the remember tool); a stated bank id that does not
+  match them refuses the note. People are created on first sight.
+- Timestamps, ``id``, ``source``, ``repetitions`` and ``policy`` are informational: a note
+  imported now is created now, and a new bank gets the limits configured at that moment.
+- Import is idempotent by key: a note whose key exists in its bank is an upsert, so importing
+  the same package twice reports every note ``unchanged`` the second time and logs nothing new.
+- A note the write path refuses (over a cap, an unknown ontology id, a FULL bank, an expiry in
+  the past, a malformed field...) is reported with its code and message — and, once it reached
+  the write path, logged as a ``refused`` revision — while the other notes still import.
+- A file that is not a memory package of a known version is refused as a whole
+  (``InvalidNote``, 400 ``invalid``) before anything is written.
+
+Export writes extra top-level members (``team``, ``person``, ``mutes``) and extra note members
+(``id``, ``source``, ``repetitions``), all ignored on import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from accounts.models import Person, Team
+from accounts.services import get_or_create_person
+from config.exceptions import DomainError, NotFound
+from memory import services
+from memory.exceptions import InvalidNote
+from memory.models import Bank, CategoryMute, Note, Revision
+
+FORMAT = "mnemo.memory-package"
+VERSION = 1
+HEADER = {"format": FORMAT, "version": VERSION}
+EXPECTED = (
+    f'a JSON object with "format": "{FORMAT}" and "version": {VERSION} (or JSONL whose first line is that header)'
+)
+
+Progress = Callable[[int, int], None]  # (notes done, notes in the package)
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportRefusal:
+    bank: str
+    key: str
+    code: str
+    message: str
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    refusals: list[ImportRefusal] = field(default_factory=list)
+    evicted: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.created + self.updated + self.unchanged + self.refused
+
+    def summary(self) -> str:
+        return f"created {self.created}, updated {self.updated}, unchanged {self.unchanged}, refused {self.refused}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "refused": self.refused,
+            "refusals": [asdict(refusal) for refusal in self.refusals],
+            "evicted": list(self.evicted),
+        }
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+
+def parse_package_text(text: str) -> dict[str, Any] | list[dict[str, Any]]:
+    """Parse a package file: one JSON object, or JSONL (a header line, then one note per line)."""
+    text = text.removeprefix("\ufeff")
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise InvalidNote(f"The package is empty; expected {EXPECTED}.", field="package")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    else:
+        if isinstance(whole, dict) and "banks" not in whole and len(lines) == 1:
+            return [whole]  # JSONL with a header and no notes
+        if not isinstance(whole, dict | list):
+            raise InvalidNote(f"The package is a JSON {type(whole).__name__}; expected {EXPECTED}.", field="package")
+        return whole
+    parsed: list[dict[str, Any]] = []
+    for number, line in lines:
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidNote(
+                f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); expected {EXPECTED}.",
+                field="package",
+            ) from None
+        if not isinstance(value, dict):
+            raise InvalidNote(f"Line {number} is not a JSON object; every JSONL line is one object.", field="package")
+        parsed.append(value)
+    return parsed
+
+
+def _check_header(header: Any, where: str) -> None:
+    if not isinstance(header, dict):
+        raise InvalidNote(f"{where} is not a JSON object; expected {EXPECTED}.", field="format")
+    found = header.get("format")
+    if found != FORMAT:
+        raise InvalidNote(
+            f'Unknown package format {found!r} in {where}; expected "format": "{FORMAT}".', field="format"
+        )
+    version = header.get("version")
+    if type(version) is not int or version != VERSION:
+        raise InvalidNote(
+            f"Unsupported {FORMAT} version {version!r}; this Mnemo reads version {VERSION}.", field="version"
+        )
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One note to import and the bank it names."""
+
+    bank_kind: Any
+    person: Any
+    scope: Any
+    bank_id: Any  # as stated in the package, or None
+    note: dict[str, Any]
+
+
+def _entries(data: Any) -> list[_Entry]:
+    """Check the package's structure (nothing is written if it is wrong) and list its notes."""
+    if isinstance(data, dict):
+        _check_header(data, "the package")
+        banks = data.get("banks")
+        if not isinstance(banks, list):
+            raise InvalidNote('"banks" must be a list of banks, each with its "notes".', field="banks")
+        entries: list[_Entry] = []
+        for b, bank in enumerate(banks):
+            if not isinstance(bank, dict):
+                raise InvalidNote(f"banks[{b}] is not a JSON object.", field=f"banks[{b}]")
+            notes = bank.get("notes", [])
+            if not isinstance(notes, list):
+                raise InvalidNote(f"banks[{b}].notes must be a list of notes.", field=f"banks[{b}].notes")
+            for n, note in enumerate(notes):
+                if not isinstance(note, dict):
+                    raise InvalidNote(f"banks[{b}].notes[{n}] is not a JSON object.", field=f"banks[{b}].notes[{n}]")
+                entries.append(_Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note))
+        return entries
+    if isinstance(data, list):
+        if not data:
+            raise InvalidNote(f"The package is empty; expected {EXPECTED}.", field="format")
+        _check_header(data[0], "the header line")
+        entries = []
+        for number, line in enumerate(data[1:], 2):
+            if not isinstance(line, dict):
+                raise InvalidNote(
+                    f"Line {number} is not a JSON object; every JSONL line is one object.", field="package"
+                )
+            entries.append(_Entry(line.get("bank_kind"), line.get("person"), line.get("scope"), line.get("bank"), line))
+        return entries
+    raise InvalidNote(f"The package is not a JSON object; expected {EXPECTED}.", field="package")
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+def import_package(
+    *, team: Team, data: dict[str, Any] | list[dict[str, Any]], actor: services.Actor, progress: Progress | None = None
+) -> ImportReport:
+    """Import every note of a package through the write path; refusals are reported, not fatal."""
+    entries = _entries(data)
+    report = ImportReport()
+    people: dict[str, Person] = {}
+    for done, entry in enumerate(entries, 1):
+        _import_entry(team, entry, actor, report, people)
+        if progress is not None:
+            progress(done, len(entries))
+    return report
+
+
+def _import_entry(
+    team: Team, entry: _Entry, actor: services.Actor, report: ImportReport, people: dict[str, Person]
+) -> None:
+    note = entry.note
+    raw_key = note.get("key")
+    key_label = raw_key if isinstance(raw_key, str) else ""
+    bank_label = entry.bank_id if isinstance(entry.bank_id, str) else ""
+    try:
+        bank, bank_label, person, scope = _target(team, entry, people)
+        result = services.remember(
+            team=team,
+            person=person,  # None only for a shared bank, which has no person
+            actor=actor,
+            bank=bank,
+            scope=scope,
+            source=Note.Source.IMPORT,
+            **_note_fields(note),
+        )
+    except DomainError as exc:
+        report.refused += 1
+        report.refusals.append(ImportRefusal(bank_label, key_label, exc.code, exc.message))
+        return
+    if result.action == "created":
+        report.created += 1
+    elif result.action == "updated":
+        report.updated += 1
+    else:
+        report.unchanged += 1
+    report.evicted.extend({"bank": result.bank.bank_id, **evicted} for evicted in result.evicted)
+
+
+def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, str, Person | None, str]:
+    """The remember arguments (bank, scope, person) for an entry, and the bank id they lead to."""
+    which = entry.bank_kind
+    if not isinstance(which, str) or which not in Bank.Kind.values:
+        raise InvalidNote(
+            f"A bank's kind must be one of {', '.join(Bank.Kind.values)} (got {which!r}).", field="bank_kind"
+        )
+    if entry.scope is not None and not isinstance(entry.scope, str):
+        raise InvalidNote("A bank's scope must be a string such as project:apollo.", field="scope")
+    scope = services.validate_scope(entry.scope)
+    kind = services.bank_kind_for(which, scope)
+    external_id = None
+    if kind != Bank.Kind.SHARED:
+        if not isinstance(entry.person, str) or not entry.person.strip():
+            raise InvalidNote(f"A {which} bank needs the person's id.", field="person")
+        external_id = entry.person.strip()
+    bank_id = services.bank_id_for(kind, Person(external_id=external_id) if external_id else None, scope)
+    if entry.bank_id is not None and entry.bank_id != bank_id:
+        raise InvalidNote(
+            f"Bank id {entry.bank_id!r} does not match its kind, person and scope, which give {bank_id!r}; "
+            "nothing was written.",
+            field="bank",
+        )
+    person = None
+    if external_id is not None:
+        if external_id not in people:
+            people[external_id] = get_or_create_person(team=team, external_id=external_id)
+        person = people[external_id]
+    return which, bank_id, person, scope
+
+
+def _note_fields(note: dict[str, Any]) -> dict[str, Any]:
+    """The note's fields as remember takes them; only their types are checked here, the rest is the write path's."""
+    fields: dict[str, Any] = {}
+    for name in ("key", "description", "content"):
+        value = note.get(name)
+        if not isinstance(value, str):
+            raise InvalidNote(f"{name} must be a string.", field=name)
+        fields[name] = value
+    for name, default in (("kind", Note.Kind.FACT), ("category", "")):
+        value = note.get(name)
+        if value is None:
+            value = default
+        if not isinstance(value, str):
+            raise InvalidNote(f"{name} must be a string.", field=name)
+        fields[name] = value
+    fields["scope_refs"] = note.get("scope_refs")
+    fields["semantics"] = note.get("semantics")
+    fields["expires_at"] = _parse_time(note.get("expires_at"), "expires_at")
+    return fields
+
+
+def _parse_time(value: Any, name: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    parsed = None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise InvalidNote(f"{name} must be an ISO 8601 date and time (got {value!r}).", field=name)
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+# --- export -----------------------------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _note_out(note: Note) -> dict[str, Any]:
+    return {
+        "id": note.pk,
+        "key": note.key,
+        "description": note.description,
+        "content": note.content,
+        "kind": note.kind,
+        "category": note.category,
+        "scope_refs": note.scope_refs,
+        "semantics": note.semantics,
+        "source": note.source,
+        "repetitions": note.repetitions,
+        "expires_at": _iso(note.expires_at),
+        "created_at": _iso(note.created_at),
+        "updated_at": _iso(note.updated_at),
+    }
+
+
+def _revision_out(revision: Revision) -> dict[str, Any]:
+    return {
+        "id": revision.pk,
+        "bank": revision.bank_ref,
+        "note": revision.note_id,
+        "note_key": revision.note_key,
+        "action": revision.action,
+        "actor": revision.actor,
+        "actor_ref": revision.actor_ref,
+        "before": revision.before,
+        "after": revision.after,
+        "reason": revision.reason,
+        "request_id": revision.request_id,
+        "erased": revision.erased,
+        "created_at": _iso(revision.created_at),
+    }
+
+
+def _banks_of(team: Team, person: Person) -> QuerySet[Bank]:
+    notes = Note.objects.filter(team=team).order_by("key")
+    return (
+        Bank.objects.filter(team=team, person=person)
+        .prefetch_related(Prefetch("notes", queryset=notes))
+        .order_by("bank_id")
+    )
+
+
+def export_person(*, team: Team, person: Person) -> dict[str, Any]:
+    """Everything memory holds about one person: their private and global banks, notes and revisions."""
+    if person.team_id != team.pk:
+        raise NotFound("No such person in this team.", field="person")
+    banks = [
+        {
+            "id": bank.bank_id,
+            "kind": bank.kind,
+            "person": person.external_id,
+            "scope": bank.scope,
+            "policy": bank.policy,
+            "notes": [_note_out(note) for note in bank.notes.all()],
+        }
+        for bank in _banks_of(team, person)
+    ]
+    revisions = Revision.objects.filter(team=team, person=person).order_by("created_at", "id")
+    mutes = CategoryMute.objects.filter(team=team, person=person).select_related("agent").order_by("created_at", "id")
+    return {
+        **HEADER,
+        "exported_at": timezone.now().isoformat(),
+        "team": team.slug,
+        "person": {
+            "id": person.external_id,
+            "display_name": person.display_name,
+            "created_at": _iso(person.created_at),
+        },
+        "mutes": [
+            {"agent": mute.agent.slug, "category": mute.category, "created_at": _iso(mute.created_at)} for mute in mutes
+        ],
+        "banks": banks,
+        "revisions": [_revision_out(revision) for revision in revisions],
+    }
