@@ -278,28 +278,90 @@ def _log(
     )
 
 
-def _refusing(bank: Bank, actor: Actor, key: str, attempted: dict[str, Any]) -> Callable[[Exception], None]:
-    def record(exc: Exception) -> None:
-        message = getattr(exc, "message", str(exc))
-        # Its own transaction: the refused write rolled back, its revision must not.
-        with transaction.atomic():
-            _log(bank, actor, Revision.Action.REFUSED, key=key, after=attempted, reason=message)
-        logger.info("refused write to %s:%s by %s: %s", bank.bank_id, key, actor.kind, message)
+def _record_refusal(
+    *,
+    team: Team,
+    person: Person | None,
+    bank_ref: str,
+    actor: Actor,
+    key: str,
+    attempted: dict[str, Any],
+    exc: Exception,
+) -> None:
+    message = getattr(exc, "message", str(exc))
+    bank = Bank.objects.filter(team=team, bank_id=bank_ref).first()
+    # Its own transaction: the refused write rolled back, its revision must not.
+    with transaction.atomic():
+        Revision.objects.create(
+            team=team,
+            bank=bank,
+            bank_ref=bank_ref,
+            person=bank.person if bank is not None and bank.person_id else person,
+            note_key=key,
+            action=Revision.Action.REFUSED,
+            actor=actor.kind,
+            actor_ref=actor.ref,
+            after=_clip_attempt(attempted),
+            reason=message,
+            request_id=actor.request_id,
+        )
+    logger.info("refused write to %s:%s by %s: %s", bank_ref, key, actor.kind, message)
 
-    return record
+
+def _write_to_bank(
+    *,
+    team: Team,
+    person: Person | None,
+    actor: Actor,
+    scope: str | None,
+    which: str,
+    key_hint: str,
+    attempted: dict[str, Any],
+    body: Callable[[Bank], WriteResult],
+) -> WriteResult:
+    """Resolve the bank and run body on it atomically. A domain refusal anywhere (scope, bank,
+    caps, policy) rolls everything back, the bank's creation included, and leaves one refused
+    revision."""
+    from config.exceptions import DomainError
+
+    if person is not None and person.team_id != team.pk:
+        raise NoteNotFound("That person is not known in this team.", field="person")
+    bank_ref = f"(unresolved: bank={which!r}, scope={scope!r})"
+    try:
+        with transaction.atomic():
+            clean_scope = validate_scope(scope)
+            kind = bank_kind_for(which, clean_scope)
+            if person is None and kind != Bank.Kind.SHARED:
+                raise InvalidNote("A private or global bank needs a person.", field="person")
+            bank_ref = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, clean_scope)
+            bank = get_or_create_bank(team=team, person=person, scope=clean_scope, kind=kind)
+            return body(_lock(bank))
+    except DomainError as exc:
+        _record_refusal(
+            team=team, person=person, bank_ref=bank_ref, actor=actor, key=key_hint, attempted=attempted, exc=exc
+        )
+        raise
 
 
 def _attempt(
     bank: Bank, actor: Actor, key: str, attempted: dict[str, Any], write: Callable[[], WriteResult]
 ) -> WriteResult:
-    """Run write atomically; a domain refusal rolls it back and leaves only a refused revision."""
+    """Run write atomically on an existing bank; a domain refusal leaves only a refused revision."""
     from config.exceptions import DomainError
 
     try:
         with transaction.atomic():
             return write()
     except DomainError as exc:
-        _refusing(bank, actor, key, _clip_attempt(attempted))(exc)
+        _record_refusal(
+            team=bank.team,
+            person=bank.person,
+            bank_ref=bank.bank_id,
+            actor=actor,
+            key=key,
+            attempted=attempted,
+            exc=exc,
+        )
         raise
 
 
@@ -332,7 +394,7 @@ def _lock(bank: Bank) -> Bank:
 def remember(
     *,
     team: Team,
-    person: Person,
+    person: Person | None,
     actor: Actor,
     key: str,
     description: str,
@@ -347,11 +409,9 @@ def remember(
     expires_at: datetime | None = None,
 ) -> WriteResult:
     """Create a note or, when its key exists in the bank, replace it (an upsert: never a second row)."""
-    scope = validate_scope(scope)
-    target = get_or_create_bank(team=team, person=person, scope=scope, kind=bank_kind_for(bank, scope))
     attempted = {"key": key, "description": description, "content": content, "kind": kind}
 
-    def write() -> WriteResult:
+    def write(target: Bank) -> WriteResult:
         fields = {
             "key": _check_key(key),
             "description": _check_description(description),
@@ -366,9 +426,12 @@ def remember(
             raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
         if expires_at is not None and expires_at <= timezone.now():
             raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
-        return _upsert(_lock(target), actor, fields, source)
+        return _upsert(target, actor, fields, source)
 
-    return _attempt(target, actor, normalize_key(key) if isinstance(key, str) else "", attempted, write)
+    return _write_to_bank(
+        team=team, person=person, actor=actor, scope=scope, which=bank,
+        key_hint=normalize_key(key) if isinstance(key, str) else "", attempted=attempted, body=write,
+    )  # fmt: skip
 
 
 def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> WriteResult:
@@ -377,11 +440,14 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
     if existing is not None:
         before = existing.snapshot()
         changed = {name: value for name, value in fields.items() if getattr(existing, name) != value}
-        existing.repetitions += 1
         if not changed:
-            # Saying the same thing again is repetition, not a rewrite: updated_at stays.
-            existing.save(update_fields=["repetitions"])
+            # Saying the same thing again is repetition, not a rewrite: updated_at stays. A
+            # re-import is neither: importing a package twice must not make its notes weigh more.
+            if source != Note.Source.IMPORT:
+                existing.repetitions += 1
+                existing.save(update_fields=["repetitions"])
             return WriteResult(existing, "unchanged", bank, existing.key)
+        existing.repetitions += 1
         for name, value in changed.items():
             setattr(existing, name, value)
         existing.updated_at = now
@@ -503,7 +569,7 @@ def clear_latch(*, bank: Bank, actor: Actor, reason: str) -> Bank:
 def append_observation(
     *,
     team: Team,
-    person: Person,
+    person: Person | None,
     actor: Actor,
     category: str,
     observation: str,
@@ -518,18 +584,15 @@ def append_observation(
 
     An append that would take the note past its cap is refused, never trimmed.
     """
-    scope = validate_scope(scope)
-    target = get_or_create_bank(team=team, person=person, scope=scope, kind=bank_kind_for(bank, scope))
     attempted = {"category": category, "observation": observation, "summary": summary}
     note_key = key if key is not None else category
 
-    def write() -> WriteResult:
+    def write(locked: Bank) -> WriteResult:
         normalized_key = _check_key(note_key, "key" if key is not None else "category")
         normalized_category = _check_category(category)
         text = _check_content(observation, "observation").strip()
         if summary is not None:
             _check_description(summary)
-        locked = _lock(target)
         existing = Note.objects.filter(team_id=team.pk, bank=locked, key=normalized_key).first()
         if existing is None:
             description = summary or f"What is known about {normalized_category.replace('-', ' ')}"
@@ -570,7 +633,10 @@ def append_observation(
         _log(locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot())
         return WriteResult(existing, "appended", locked, existing.key)
 
-    return _attempt(target, actor, normalize_key(note_key or ""), attempted, write)
+    return _write_to_bank(
+        team=team, person=person, actor=actor, scope=scope, which=bank,
+        key_hint=normalize_key(note_key or ""), attempted=attempted, body=write,
+    )  # fmt: skip
 
 
 def edit_note(

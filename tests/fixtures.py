@@ -58,7 +58,8 @@ def api(tenant: Tenant) -> APIClient:
     return tenant.client
 
 
-def _test_database_url() -> str:
+def database_url_for_subprocesses() -> str:
+    """A DATABASE_URL for other processes (workers, children) to reach this run's test database."""
     settings = connection.settings_dict
     host = settings.get("HOST") or settings.get("OPTIONS", {}).get("host", "")
     port = settings.get("PORT") or "5432"
@@ -77,7 +78,7 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
 
     env = {
         **os.environ,
-        "DATABASE_URL": _test_database_url(),
+        "DATABASE_URL": database_url_for_subprocesses(),
         "CELERY_QUEUE": TEST_QUEUE,
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
 import pytest
-from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
 
@@ -15,7 +16,8 @@ from accounts.models import Person
 from curator.services import consolidate_bank
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, delete_note, expire_notes, latch_full, remember
+from memory.services import delete_note, expire_notes, latch_full, remember
+from tests.fixtures import ROOT, database_url_for_subprocesses
 from tests.memory.conftest import note_fields
 
 pytestmark = pytest.mark.django_db
@@ -107,35 +109,33 @@ def test_expiry_removes_notes_with_actor_expiry(tenant, person, actor):
     assert (removal.actor, removal.note_key) == ("expiry", "on-the-train")
 
 
-def _upsert_in_child(team_id: int, person_id: int, index: int, start_at: float) -> None:
-    connections.close_all()  # the child opens its own connection to the test database
-    from accounts.models import Team
-
-    team = Team.objects.get(pk=team_id)
-    person = Person.objects.get(pk=person_id)
-    while time.time() < start_at:
-        time.sleep(0.001)
-    remember(
-        team=team, person=person, actor=Actor("agent", f"proc-{index}"),
-        **note_fields(key="favourite-colour", content=f"Colour number {index}."),
-    )  # fmt: skip
-    connections.close_all()
-
-
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant):
     person = Person.objects.create(team=tenant.team, external_id="ada")
-    connections.close_all()
-    context = multiprocessing.get_context("fork")
-    start_at = time.time() + 1.0
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses()}
+    start_at = time.time() + 4.0  # all six processes are up and waiting by then
     workers = [
-        context.Process(target=_upsert_in_child, args=(tenant.team.pk, person.pk, i, start_at)) for i in range(6)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.memory.upsert_child",
+                str(tenant.team.pk),
+                str(person.pk),
+                str(i),
+                str(start_at),
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        for i in range(6)
     ]
     for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=60)
-        assert worker.exitcode == 0
+        output, _ = worker.communicate(timeout=120)
+        assert worker.returncode == 0, output
     assert Note.objects.filter(key="favourite-colour").count() == 1
     revisions = Revision.objects.filter(note_key="favourite-colour")
     assert revisions.count() == 6

@@ -200,3 +200,41 @@ def test_erasing_a_note_removes_its_content_from_the_log_but_keeps_the_events(te
         assert revision.after is None
         assert revision.erased
     assert "secret" not in str(list(Revision.objects.values())).lower()
+
+
+def test_a_refused_first_write_leaves_no_empty_bank_behind(tenant, person, actor):
+    with pytest.raises(TooLong):
+        remember(team=tenant.team, person=person, actor=actor, scope="project:zeus", **note_fields(content="x" * 2001))
+    assert not Bank.objects.exists()
+    refusal = Revision.objects.get()
+    assert (refusal.action, refusal.bank_ref, refusal.bank, refusal.person) == (
+        "refused",
+        "user:ada:project:zeus",
+        None,
+        person,
+    )
+
+
+def test_a_refused_scope_is_logged_too(tenant, person, actor):
+    with pytest.raises(InvalidNote):
+        remember(team=tenant.team, person=person, actor=actor, bank="shared", **note_fields())
+    assert Revision.objects.get().action == "refused"
+    with pytest.raises(TooLong):
+        remember(team=tenant.team, person=person, actor=actor, scope="s" * 201, **note_fields())
+    assert Revision.objects.filter(action="refused").count() == 2
+
+
+def test_a_person_of_another_team_cannot_be_written_for(tenant, other_tenant, actor):
+    from tests.factories import PersonFactory
+
+    stranger = PersonFactory(team=other_tenant.team, external_id="bob")
+    with pytest.raises(NoteNotFound):
+        remember(team=tenant.team, person=stranger, actor=actor, **note_fields())
+    assert not Note.objects.exists()
+    assert not Bank.objects.exists()
+
+
+def test_reimporting_the_same_note_does_not_count_as_repetition(tenant, person, actor):
+    for _ in range(3):
+        remember(team=tenant.team, person=person, actor=actor, source=Note.Source.IMPORT, **note_fields())
+    assert Note.objects.get().repetitions == 1
