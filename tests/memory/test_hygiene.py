@@ -130,7 +130,7 @@ def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenan
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-        )  # fmt: skip
+        )
         for i in range(6)
     ]
     for worker in workers:
