@@ -14,4 +14,6 @@ app.conf.beat_schedule = {
     "heartbeat": {"task": "config.tasks.record_heartbeat", "schedule": 60.0, "kwargs": {"name": "beat"}},
     # Every five minutes: remove notes whose writer-set expiry has passed.
     "expire-notes": {"task": "memory.tasks.expire_due_notes", "schedule": 300.0},
+    # Every five minutes: embed notes whose vector is missing, stale or of another model.
+    "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
 }

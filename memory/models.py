@@ -10,6 +10,7 @@ from typing import Self
 
 from django.db import models
 from django.db.models.functions import Length
+from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
 
@@ -259,3 +260,29 @@ class CategoryMute(models.Model):
 
     def __str__(self) -> str:
         return f"{self.person} muted {self.category} for {self.agent}"
+
+
+class NoteVector(models.Model):
+    """A note's embedding under one model. Matched only when namespace, model and width all agree.
+
+    The column has no fixed width, so vectors of different models can coexist while a model
+    change is being reindexed; queries always filter on model and dim, so they never mix.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="vectors")
+    namespace = models.CharField(max_length=64, help_text="The tenant the vector belongs to (team:<id>).")
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    text_hash = models.CharField(max_length=64, help_text="sha256 of the text that was embedded.")
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "note", "model"], name="notevector_one_per_note_and_model"),
+        ]
+        indexes = [models.Index(fields=["team", "namespace", "model", "dim"], name="notevector_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.note_id} @ {self.model}"

@@ -30,8 +30,9 @@ HALF_LIFE_HOURS: dict[str, float | None] = {
 NEVER_DECAYS_HORIZON_HOURS = 10 * 365 * 24.0
 
 # Repetition multiplies worth by 1 + REPETITION_STEP per extra mention, at most MAX_REPETITION_BOOST.
-# Bounded, so that no amount of repetition lifts a short-lived kind past a long-lived one:
-# 2 h x 3 is far below the 90-day fact, and 180 days x 3 far below the never-decaying horizon.
+# Bounded, so that no amount of repetition lifts an ephemeral above anything durable (2 h x 3
+# is far below a fresh fact's 90 days) or anything at all above an identity (180 days x 3 is
+# far below the never-decaying horizon). A much-repeated fact may outweigh a fresh preference.
 REPETITION_STEP = 0.25
 MAX_REPETITION_BOOST = 3.0
 

@@ -2,7 +2,8 @@
 
 Every change to a note goes through this module: create, upsert by key, append to a category
 note, edit, forget, owner delete and erase, eviction, expiry, consolidation's merges and import.
-Each outcome, refusals included, leaves a Revision row; refused writes leave nothing else.
+Each change and each refusal leaves a Revision row; refused writes leave nothing else. Saying
+the same thing again changes nothing but the note's repetition count, and is not logged.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Person, Team
-from memory import policy
+from memory import indexing, policy
 from memory.exceptions import (
     BankFull,
     EditMismatch,
@@ -153,6 +154,8 @@ def update_bank_settings(*, bank: Bank, actor: Actor, changes: dict[str, Any]) -
         raise InvalidNote("capacity must be at least 1.", field="capacity")
     locked.save(update_fields=list(changes))
     _log(locked, actor, Revision.Action.LATCH, reason=f"settings changed: {before} -> {changes}")
+    if locked.policy == Bank.Policy.BOUNDED:
+        _shrink_to_capacity(locked, actor)
     if locked.full and _count(locked) < locked.soft_limit:
         _clear_latch(locked, actor, "the count is under the new soft limit")
     return locked
@@ -452,6 +455,7 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
             setattr(existing, name, value)
         existing.updated_at = now
         existing.save()
+        indexing.schedule(existing.pk)
         _log(bank, actor, Revision.Action.UPDATE, note=existing, before=before, after=existing.snapshot())
         return WriteResult(existing, "updated", bank, existing.key)
 
@@ -459,6 +463,7 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
     note = Note.objects.create(
         team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
     )
+    indexing.schedule(note.pk)
     _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot())
     _after_growth(bank)
     return WriteResult(note, "created", bank, note.key, evicted)
@@ -466,6 +471,12 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
 
 def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
     """Apply the bank's policy to a net-new note: refuse it, or evict what gives way (before the write)."""
+    # Expired notes no longer apply; the periodic sweep may not have reached them yet, and they
+    # must not hold a place against a note that does.
+    for expired in Note.objects.filter(team_id=bank.team_id, bank=bank, expires_at__lte=now):
+        expired.bank = bank
+        _remove(expired, Actor(Revision.Actor.EXPIRY, "write-path", actor.request_id), Revision.Action.DELETE,
+                f"expired at {expired.expires_at.isoformat()}")  # fmt: skip
     if bank.policy == Bank.Policy.CURATED:
         count = _count(bank)
         if count >= bank.hard_limit:
@@ -502,6 +513,22 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
     info = {"id": victim.pk, "key": victim.key, "kind": victim.kind, "reason": reason}
     _remove(victim, Actor(Revision.Actor.POLICY, "bounded-eviction", actor.request_id), Revision.Action.EVICT, reason)
     return [info]
+
+
+def _shrink_to_capacity(bank: Bank, actor: Actor) -> None:
+    """A bounded bank over its capacity (lowered, or switched from curated) gives up its weakest notes now."""
+    now = timezone.now()
+    held = list(Note.objects.filter(team_id=bank.team_id, bank=bank))
+    while len(held) > bank.capacity:
+        candidates = [policy.Candidate(n.key, n.kind, n.updated_at, n.repetitions) for n in held]
+        loser = policy.weakest(candidates, now)
+        victim = next(n for n in held if n.key == loser.key)
+        held.remove(victim)
+        victim.bank = bank
+        reason = f"capacity is {bank.capacity}; evicted as the weakest note (worth {policy.worth(loser, now):.1f})"
+        _remove(
+            victim, Actor(Revision.Actor.POLICY, "bounded-eviction", actor.request_id), Revision.Action.EVICT, reason
+        )
 
 
 def _after_growth(bank: Bank) -> None:
@@ -630,6 +657,7 @@ def append_observation(
         existing.repetitions += 1
         existing.updated_at = timezone.now()
         existing.save()
+        indexing.schedule(existing.pk)
         _log(locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot())
         return WriteResult(existing, "appended", locked, existing.key)
 
@@ -671,6 +699,7 @@ def edit_note(
         current.description = new_description
         current.updated_at = timezone.now()
         current.save()
+        indexing.schedule(current.pk)
         _log(locked_bank, actor, Revision.Action.UPDATE, note=current, before=before, after=current.snapshot())
         return WriteResult(current, "updated", locked_bank, current.key)
 
@@ -774,6 +803,7 @@ def merge_notes(
     keep.repetitions += sum(o.repetitions for o in absorbed)
     keep.updated_at = timezone.now()
     keep.save()
+    indexing.schedule(keep.pk)
     for other in absorbed:
         _remove(other, actor, Revision.Action.MERGE, f"merged into '{keep.key}': {reason}")
     _log(bank, actor, Revision.Action.MERGE, note=keep, before=before, after=keep.snapshot(), reason=reason)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 
 import snowballstemmer
 
@@ -183,14 +183,20 @@ def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")
 
 
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    # The stemmer is pure Python and recall re-tokenises every candidate note on each call:
+    # caching per word makes that nearly free after the first pass.
+    return _stemmer().stemWord(word)
+
+
 def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
 def tokens(text: str) -> list[str]:
     """Lowercased, stop words removed, stemmed: what BM25 indexes and queries with."""
-    kept = [w for w in words(text) if w not in STOP_WORDS]
-    return _stemmer().stemWords(kept)
+    return [stem(w) for w in words(text) if w not in STOP_WORDS]
 
 
 def real_word_count(text: str) -> int:

@@ -49,6 +49,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _hashing_embedder(settings: object) -> None:
+    """Tests embed with the deterministic hashing embedder unless a test asks for another."""
+    settings.EMBEDDER = "hashing"  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}

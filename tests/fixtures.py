@@ -80,6 +80,7 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
         **os.environ,
         "DATABASE_URL": database_url_for_subprocesses(),
         "CELERY_QUEUE": TEST_QUEUE,
+        "EMBEDDER": "hashing",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     log = open(ROOT / "var" / f"test-worker-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown

