@@ -198,14 +198,20 @@ EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", schemes=("http", "https"))
 EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_DIM = env_int("EMBEDDING_DIM", default=0, minimum=0, maximum=8192)
+# Hybrid recall: a vector match counts nothing at or below VECTOR_FLOOR and fully from
+# VECTOR_STRONG up (cosine similarity; tuned for all-MiniLM-L6-v2).
+VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.25, minimum=-1.0, maximum=1.0)
+VECTOR_STRONG = env_float("VECTOR_STRONG", default=0.5, minimum=-1.0, maximum=1.0)
 EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)
 LLM_BASE_URL = env_url("LLM_BASE_URL", schemes=("http", "https"))
 LLM_PROVIDER = env_choice("LLM_PROVIDER", choices=("rules", "openai"), default="openai" if LLM_BASE_URL else "rules")
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
 
-if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:
-    from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
+if VECTOR_STRONG <= VECTOR_FLOOR:
+    raise ImproperlyConfigured(f"VECTOR_STRONG={VECTOR_STRONG} must be above VECTOR_FLOOR={VECTOR_FLOOR}.")
+if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:
     raise ImproperlyConfigured(
         f"MEMORY_HARD_LIMIT={MEMORY_HARD_LIMIT} is below MEMORY_SOFT_LIMIT={MEMORY_SOFT_LIMIT}; the hard limit is the ceiling."
     )
@@ -219,6 +225,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},  # one INFO line per request otherwise
         "django.db.backends": {"level": "INFO"},
     },
 }

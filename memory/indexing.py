@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet, Value
-from django.db.models.functions import SHA256, Concat
+from django.db.models import Exists, Func, OuterRef, QuerySet, TextField, Value
+from django.db.models.functions import Concat
 
 from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.models import Note, NoteVector
@@ -35,9 +35,15 @@ def text_hash(note: Note) -> str:
     return hashlib.sha256(index_text(note).encode()).hexdigest()
 
 
-def _sql_text_hash() -> SHA256:
+class _Sha256Hex(Func):
+    # Postgres' built-in sha256() (Django's SHA256 needs the pgcrypto extension instead).
+    template = "encode(sha256(convert_to(%(expressions)s, 'UTF8')), 'hex')"
+    output_field = TextField()
+
+
+def _sql_text_hash() -> Func:
     # Must produce exactly text_hash(): sha256 of key, description and content joined by newlines.
-    return SHA256(Concat("key", Value("\n"), "description", Value("\n"), "content"))
+    return _Sha256Hex(Concat("key", Value("\n"), "description", Value("\n"), "content", output_field=TextField()))
 
 
 def stale_notes(embedder: Embedder | None = None, notes: QuerySet[Note] | None = None) -> QuerySet[Note]:

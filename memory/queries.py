@@ -202,6 +202,14 @@ class Hit:
     note: Note
     score: float
     matched: set[str]
+    bm25: float = 0.0
+    similarity: float | None = None
+
+
+@dataclass
+class Ranked:
+    hits: list[Hit]
+    degraded: list[str] = field(default_factory=list)  # layers that could not be used, e.g. "vectors"
 
 
 def _glossaries(team: Team, notes: list[Note]) -> dict[str, str]:
@@ -235,12 +243,63 @@ def rank_bm25(team: Team, notes: list[Note], query: str) -> list[Hit]:
     scores = BM25Plus(documents, delta=0).get_scores(query_tokens)
     wanted = set(query_tokens)
     hits = [
-        Hit(note, float(score), wanted & set(document))
+        Hit(note, float(score), wanted & set(document), bm25=float(score))
         for note, score, document in zip(notes, scores, documents, strict=True)
         if wanted & set(document)
     ]
     hits.sort(key=lambda hit: (-hit.score, -hit.note.updated_at.timestamp()))
     return hits
+
+
+RRF_K = 60
+
+
+def vector_gate(similarity: float) -> float:
+    """How much a vector match may count: nothing at or below the floor, fully from `strong` up.
+
+    This is what keeps a weak vector match from outranking a strong keyword one: below the
+    strong threshold a vector rank contributes only a fraction of what a keyword rank does.
+    """
+    floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
+    if similarity <= floor:
+        return 0.0
+    if similarity >= strong:
+        return 1.0
+    return (similarity - floor) / (strong - floor)
+
+
+def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: str = "hybrid") -> Ranked:
+    """BM25 fused with vector similarity by gated reciprocal rank fusion.
+
+    mode "bm25" or "vector" ranks by one signal alone (the benchmark compares all three).
+    Vectors that cannot be computed now (embedder down) leave BM25 alone and say so.
+    """
+    from memory.vectors import similarities
+
+    keyword = rank_bm25(team, notes, query) if mode != "vector" else []
+    if mode == "bm25":
+        return Ranked(keyword)
+    found = similarities(team=team, notes=notes, query=query)
+    degraded = ["vectors"] if found.degraded else []
+    if mode == "vector":
+        by_id = {note.pk: note for note in notes}
+        ordered = sorted(found.scores.items(), key=lambda item: -item[1])
+        return Ranked([Hit(by_id[i], sim, set(), similarity=sim) for i, sim in ordered], degraded)
+
+    fused: dict[int, Hit] = {}
+    for rank, hit in enumerate(keyword, start=1):
+        hit.score = 1.0 / (RRF_K + rank)
+        hit.similarity = found.scores.get(hit.note.pk)
+        fused[hit.note.pk] = hit
+    gated = sorted(
+        ((note_id, sim) for note_id, sim in found.scores.items() if vector_gate(sim) > 0), key=lambda item: -item[1]
+    )
+    by_id = {note.pk: note for note in notes}
+    for rank, (note_id, sim) in enumerate(gated, start=1):
+        hit = fused.setdefault(note_id, Hit(by_id[note_id], 0.0, set(), similarity=sim))
+        hit.score += vector_gate(sim) / (RRF_K + rank)
+    hits = sorted(fused.values(), key=lambda h: (-h.score, -h.bm25, -h.note.updated_at.timestamp()))
+    return Ranked(hits, degraded)
 
 
 def recall_candidates(
@@ -259,9 +318,11 @@ def recall_memories(
     limit: int = 5,
     scope: str = "",
     context: TurnContext | None = None,
-) -> list[Hit]:
+) -> Ranked:
     candidates = recall_candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    return rank_bm25(team, candidates, query)[:limit]
+    ranked = hybrid_rank(team, candidates, query)
+    ranked.hits = ranked.hits[:limit]
+    return ranked
 
 
 SNIPPET_CHARS = 160
@@ -298,6 +359,7 @@ class Bundle:
     items: list[BundleItem]
     used_chars: int
     omitted: list[dict[str, Any]]
+    degraded: list[str] = field(default_factory=list)
 
 
 def recall_bundle(
@@ -320,7 +382,8 @@ def recall_bundle(
     """
     candidates = recall_candidates(team=team, person=person, agent=agent, scope=scope, context=context)
     by_key = {note.key: note for note in candidates}
-    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in rank_bm25(team, candidates, query)[:seeds]]
+    ranked = hybrid_rank(team, candidates, query)
+    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in ranked.hits[:seeds]]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]
     for _ in range(depth):
@@ -346,4 +409,4 @@ def recall_bundle(
             continue
         used += len(content)
         items.append(BundleItem(note, content, via, truncated))
-    return Bundle(items=items, used_chars=used, omitted=omitted)
+    return Bundle(items=items, used_chars=used, omitted=omitted, degraded=ranked.degraded)

@@ -147,6 +147,7 @@ class RecallMemoriesHit(BaseModel):
 
 class RecallMemoriesOut(BaseModel):
     results: list[RecallMemoriesHit]
+    degraded: list[str] = Field(default_factory=list, description='Signals that could not be used, e.g. "vectors".')
 
 
 class SearchHit(BaseModel):
@@ -159,6 +160,7 @@ class SearchHit(BaseModel):
 
 class SearchOut(BaseModel):
     results: list[SearchHit]
+    degraded: list[str] = Field(default_factory=list, description='Signals that could not be used, e.g. "vectors".')
 
 
 class RecallItem(BaseModel):
@@ -181,6 +183,7 @@ class RecallOut(BaseModel):
     items: list[RecallItem]
     used_chars: int
     omitted: list[Omitted]
+    degraded: list[str] = Field(default_factory=list, description='Signals that could not be used, e.g. "vectors".')
 
 
 # --- handlers ---------------------------------------------------------------------------------
@@ -220,7 +223,7 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
 
 
 def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str, Any]:
-    hits = queries.recall_memories(
+    ranked = queries.recall_memories(
         team=ctx.team,
         person=_person(ctx, args),
         agent=ctx.agent,
@@ -230,6 +233,7 @@ def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str,
         context=args.turn_context(),
     )
     return RecallMemoriesOut(
+        degraded=ranked.degraded,
         results=[
             RecallMemoriesHit(
                 id=h.note.pk,
@@ -237,10 +241,10 @@ def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str,
                 key=h.note.key,
                 description=h.note.description,
                 content=h.note.content,
-                score=round(h.score, 4),
+                score=round(h.score, 6),
             )
-            for h in hits
-        ]
+            for h in ranked.hits
+        ],
     ).model_dump()
 
 
@@ -310,7 +314,7 @@ def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
 
 
 def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
-    hits = queries.recall_memories(
+    ranked = queries.recall_memories(
         team=ctx.team,
         person=_person(ctx, args),
         agent=ctx.agent,
@@ -320,16 +324,17 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
         context=args.turn_context(),
     )
     return SearchOut(
+        degraded=ranked.degraded,
         results=[
             SearchHit(
                 id=h.note.pk,
                 bank=h.note.bank.bank_id,
                 key=h.note.key,
                 snippet=queries.snippet(h.note, h.matched),
-                score=round(h.score, 4),
+                score=round(h.score, 6),
             )
-            for h in hits
-        ]
+            for h in ranked.hits
+        ],
     ).model_dump()
 
 
@@ -359,6 +364,7 @@ def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
         ],
         used_chars=bundle.used_chars,
         omitted=[Omitted(**o) for o in bundle.omitted],
+        degraded=bundle.degraded,
     ).model_dump()
 
 

@@ -59,3 +59,39 @@ def test_deploy_checks_are_clean_with_production_settings():
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _project_modules() -> list[Path]:
+    skip = {".venv", "var", "tests", "node_modules"}
+    return [
+        path
+        for path in ROOT.rglob("*.py")
+        if not any(part in skip or part.startswith(("var-", ".")) for part in path.relative_to(ROOT).parts)
+    ]
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    """A package used by the code but missing from pyproject works here and fails on a fresh machine."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(spec).name.lower().replace("_", "-") for spec in project["dependencies"]}
+    local = {p.name for p in ROOT.iterdir() if p.is_dir()} | {p.stem for p in ROOT.glob("*.py")}
+    distributions = packages_distributions()
+    missing = {}
+    for path in _project_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in local:
+                    continue
+                owners = {d.lower().replace("_", "-") for d in distributions.get(top, [top])}
+                if not owners & declared:
+                    missing.setdefault(top, str(path.relative_to(ROOT)))
+    assert not missing, f"imported but not declared in pyproject.toml dependencies: {missing}"

@@ -1,0 +1,77 @@
+"""Reads over the note index: similarity scores and ordering notes by meaning."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from pgvector.django import CosineDistance
+
+from accounts.models import Team
+from memory.embedders import EmbeddingUnavailable, get_embedder
+from memory.indexing import namespace_for
+from memory.models import Note, NoteVector
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Similarities:
+    scores: dict[int, float] = field(default_factory=dict)  # note id -> cosine similarity
+    degraded: str = ""  # why vectors could not be used this time, when they could not
+
+
+def embed_query(text: str) -> tuple[np.ndarray | None, str]:
+    embedder = get_embedder()
+    if embedder is None:
+        return None, ""
+    try:
+        return embedder.embed([text])[0], ""
+    except EmbeddingUnavailable as exc:
+        logger.warning("vectors unavailable for this read: %s", exc)
+        return None, f"embedder unavailable: {exc}"
+
+
+def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
+    """Cosine similarity of each note that has a vector matching the current embedder.
+
+    Only vectors of this team's namespace, this model and this width are compared; any other
+    vector is invisible, not a weak match.
+    """
+    embedder = get_embedder()
+    if embedder is None or not notes or not query.strip():
+        return Similarities()
+    vector, degraded = embed_query(query)
+    if vector is None:
+        return Similarities(degraded=degraded)
+    rows = (
+        NoteVector.objects.filter(
+            team=team,
+            namespace=namespace_for(team.pk),
+            model=embedder.model,
+            dim=embedder.dim,
+            note_id__in=[note.pk for note in notes],
+        )
+        .annotate(distance=CosineDistance("embedding", vector.tolist()))
+        .values_list("note_id", "distance")
+    )
+    return Similarities(scores={note_id: 1.0 - float(distance) for note_id, distance in rows})
+
+
+@dataclass
+class MeaningOrder:
+    notes: list[Note]
+    scores: dict[int, float]
+    degraded: str
+
+
+def order_by_meaning(*, team: Team, notes: list[Note], query: str) -> MeaningOrder:
+    """Scored notes first, most similar first; notes without a score are never dropped: they
+    follow, newest first. Without any vectors this is simply newest first."""
+    found = similarities(team=team, notes=notes, query=query)
+    scored = sorted(
+        (n for n in notes if n.pk in found.scores), key=lambda n: (-found.scores[n.pk], -n.updated_at.timestamp())
+    )
+    unscored = sorted((n for n in notes if n.pk not in found.scores), key=lambda n: -n.updated_at.timestamp())
+    return MeaningOrder(notes=scored + unscored, scores=found.scores, degraded=found.degraded)

@@ -1,0 +1,118 @@
+"""The embedders: the local ONNX model, the OpenAI-compatible client (against a local server), hashing."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from memory.embedders import EmbeddingUnavailable, HashingEmbedder, LocalMiniLM, OpenAIEmbedder
+from tests.fixtures import ROOT
+from tests.memory.embedding_server import Behaviour, embedding_server
+
+
+@pytest.fixture(scope="module")
+def local_model() -> LocalMiniLM:
+    return LocalMiniLM()
+
+
+def test_local_model_embeds_meaning_offline_without_torch(local_model):
+    vectors = local_model.embed(
+        ["My cat loves sleeping on the sofa", "where does the kitten nap?", "The quarterly invoice is overdue"]
+    )
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > 0.5
+    assert vectors[0] @ vectors[2] < 0.2
+    assert "torch" not in sys.modules
+
+
+def test_local_model_pads_per_batch_and_agrees_with_single_inputs(local_model):
+    texts = ["short", "a considerably longer sentence about moving from Oslo to Bergen in the spring"]
+    batch = local_model.embed(texts)
+    singles = np.vstack([local_model.embed([t]) for t in texts])
+    assert np.all(np.sum(batch * singles, axis=1) > 0.9999)
+
+
+def test_local_model_accepts_text_beyond_its_window(local_model):
+    vector = local_model.embed(["word " * 2000])
+    assert vector.shape == (1, 384)
+    assert np.isfinite(vector).all()
+
+
+def test_hashing_embedder_is_deterministic_and_normalised():
+    embedder = HashingEmbedder(dim=64)
+    first, again, empty = embedder.embed(["Ada lives in Oslo", "Ada lives in Oslo", ""])
+    assert np.array_equal(first, again)
+    assert np.isclose(np.linalg.norm(first), 1.0)
+    assert np.isclose(np.linalg.norm(empty), 1.0)
+    assert embedder.model == "hashing-v1-64"
+
+
+def client(url: str, dim: int = 8, timeout: float = 2.0) -> OpenAIEmbedder:
+    return OpenAIEmbedder(base_url=url, model="test-embed", dim=dim, api_key="sk-test", timeout=timeout)
+
+
+def test_openai_client_returns_normalised_vectors_in_input_order():
+    behaviour = Behaviour(dim=8)
+    with embedding_server(behaviour) as url:
+        vectors = client(url).embed(["one", "two", "three"])
+    assert vectors.shape == (3, 8)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    from tests.memory.embedding_server import fake_vector
+
+    expected = np.array(fake_vector("two", 8))
+    assert np.allclose(vectors[1], expected / np.linalg.norm(expected), atol=1e-6)
+    assert behaviour.requests[0] == {"model": "test-embed", "input": ["one", "two", "three"]}
+    assert behaviour.headers[0]["Authorization"] == "Bearer sk-test"
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("429", "rate limiting"),
+        ("500", "failed with 500"),
+        ("refuse", "refused the request (400)"),
+        ("wrong_width", "expected (2, 8)"),
+        ("malformed", "malformed body"),
+    ],
+)
+def test_openai_client_failure_modes_raise_embedding_unavailable(mode, message):
+    with embedding_server(Behaviour(mode=mode)) as url, pytest.raises(EmbeddingUnavailable, match=re.escape(message)):
+        client(url).embed(["one", "two"])
+
+
+def test_openai_client_times_out():
+    with (
+        embedding_server(Behaviour(mode="slow", delay=1.5)) as url,
+        pytest.raises(EmbeddingUnavailable, match="timed out"),
+    ):
+        client(url, timeout=0.3).embed(["one"])
+
+
+def test_openai_client_reports_an_unreachable_endpoint():
+    with pytest.raises(EmbeddingUnavailable, match="unreachable"):
+        client("http://127.0.0.1:9/v1", timeout=0.5).embed(["one"])
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"EMBEDDER": "openai"}, "EMBEDDER=openai needs EMBEDDING_BASE_URL and EMBEDDING_MODEL"),
+        ({"EMBEDDER": "openai", "EMBEDDING_BASE_URL": "http://x/v1", "EMBEDDING_MODEL": "m"}, "needs EMBEDDING_DIM"),
+        ({"EMBEDDER": "word2vec"}, "EMBEDDER='word2vec' is not one of"),
+        ({"VECTOR_FLOOR": "0.6", "VECTOR_STRONG": "0.5"}, "must be above VECTOR_FLOOR"),
+    ],
+)
+def test_a_wrong_embedder_configuration_is_a_startup_error(env, message):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert message in result.stderr

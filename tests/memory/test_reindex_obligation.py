@@ -1,0 +1,188 @@
+"""The reindex obligation, enforced: every writer of a note leaves it indexed.
+
+Two halves. Statically, nothing outside the write path (memory/services.py) writes Note rows.
+Dynamically, every public write service leaves no stale note once its transaction commits. A
+new write service fails here until it is exercised, and a deliberately unindexed write (the
+fixture below) is caught by the same check.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from curator.services import consolidate_bank
+from memory import services
+from memory.indexing import stale_notes
+from memory.models import Bank, Note
+from memory.packages import import_package
+from tests.fixtures import ROOT
+from tests.memory.conftest import note_fields
+
+WRITE_METHODS = {
+    "create",
+    "bulk_create",
+    "bulk_update",
+    "update",
+    "update_or_create",
+    "get_or_create",
+    "delete",
+    "save",
+}
+WRITE_PATH = ROOT / "memory" / "services.py"
+
+
+def _base_names(node: ast.AST) -> list[str]:
+    """The names along a call chain: Note.objects.filter(...).update -> [update, filter, objects, Note]."""
+    names = []
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            names.append(node.id)
+            return names
+        else:
+            return names
+
+
+def note_writes_in(path: Path) -> list[str]:
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = _base_names(node)
+        if chain and chain[-1] == "Note" and len(chain) == 1:
+            found.append(f"{shown}:{node.lineno} constructs a Note")
+        elif chain and chain[0] in WRITE_METHODS and ("Note" in chain[1:] or "notes" in chain[1:]):
+            found.append(f"{shown}:{node.lineno} {'.'.join(reversed(chain))}")
+    return found
+
+
+def project_modules() -> list[Path]:
+    skip = {".venv", "var", "tests", "migrations"}
+    return [
+        p
+        for p in ROOT.rglob("*.py")
+        if not any(part in skip or part.startswith(("var-", ".")) for part in p.relative_to(ROOT).parts)
+    ]
+
+
+def test_no_module_outside_the_write_path_writes_note_rows():
+    offenders = [write for path in project_modules() if path != WRITE_PATH for write in note_writes_in(path)]
+    assert offenders == [], "Note rows must be written through memory/services.py only"
+
+
+def test_the_static_check_finds_a_write_when_there_is_one(tmp_path):
+    rogue = tmp_path / "rogue_writer.py"
+    rogue.write_text(
+        "from memory.models import Note\n\ndef sneak(bank):\n    Note.objects.filter(bank=bank).update(content='x')\n    bank.notes.create(key='k')\n"
+    )
+    assert len(note_writes_in(rogue)) == 2
+
+
+def assert_every_note_indexed() -> None:
+    stale = list(stale_notes().values_list("bank__bank_id", "key"))
+    assert stale == [], f"notes written without being indexed: {stale}"
+
+
+# Public functions of the write path that write notes are exercised below; the others are
+# listed with why they need no reindex. A new public function fails the test until it is placed.
+EXERCISED = {"remember", "append_observation", "edit_note", "merge_notes"}
+NOT_NOTE_WRITERS = {
+    "delete_note": "removes the note; its vector cascades",
+    "forget": "removes the note; its vector cascades",
+    "erase_note": "removes the note; its vector cascades",
+    "erase_person": "removes notes; their vectors cascade",
+    "expire_notes": "removes notes; their vectors cascade",
+    "latch_full": "bank state only",
+    "clear_latch": "bank state only",
+    "update_bank_settings": "bank settings; evictions remove notes",
+    "request_consolidation": "bank state only",
+    "mute_category": "mutes only",
+    "unmute_category": "mutes only",
+    "muted_categories": "a read",
+    "applicable_banks": "a read",
+    "get_or_create_bank": "creates banks, not notes",
+    "bank_id_for": "pure",
+    "bank_kind_for": "pure",
+    "validate_scope": "pure",
+    "check_scope_refs": "validation",
+    "check_semantics": "validation",
+}
+
+
+def test_every_public_write_service_is_accounted_for():
+    public = {
+        name
+        for name, member in inspect.getmembers(services, inspect.isfunction)
+        if member.__module__ == services.__name__ and not name.startswith("_")
+    }
+    assert public == EXERCISED | NOT_NOTE_WRITERS.keys()
+
+
+@pytest.mark.django_db
+def test_every_public_write_service_leaves_its_notes_indexed(tenant, person, actor, index_inline, mocker):
+    mocker.patch("memory.services._enqueue_consolidation")
+    team = tenant.team
+    with index_inline():
+        created = services.remember(team=team, person=person, actor=actor, **note_fields()).note
+    assert_every_note_indexed()
+    with index_inline():
+        services.remember(team=team, person=person, actor=actor, **note_fields(content="Ada moved to Bergen."))
+    assert_every_note_indexed()
+    with index_inline():
+        services.append_observation(team=team, person=person, actor=actor, category="prefs", observation="Tea.")
+        services.append_observation(team=team, person=person, actor=actor, category="prefs", observation="Books.")
+    assert_every_note_indexed()
+    with index_inline():
+        services.edit_note(note=created, actor=actor, mode="find_replace", find="Bergen", content="Tromsø")
+        services.edit_note(note=created, actor=actor, mode="replace", content="Ada lives in Tromsø now.")
+    assert_every_note_indexed()
+    with index_inline():
+        twin = services.remember(team=team, person=person, actor=actor, **note_fields(key="twin")).note
+        services.merge_notes(
+            keep=Note.objects.get(pk=created.pk), absorb=[twin], actor=actor, content="Merged.", reason="test"
+        )
+    assert_every_note_indexed()
+    with index_inline():
+        report = import_package(
+            team=team,
+            data={"format": "mnemo.memory-package", "version": 1, "banks": [
+                {"kind": "global", "person": "ada", "scope": "", "notes": [note_fields(key="imported")]}]},
+            actor=actor,
+        )  # fmt: skip
+    assert report.created == 1
+    assert_every_note_indexed()
+    with index_inline():
+        for key in ("dup-a", "dup-b"):
+            services.remember(team=team, person=person, actor=actor, **note_fields(key=key, content="Same words."))
+        bank = Bank.objects.get(bank_id="user:ada")
+        Bank.objects.filter(pk=bank.pk).update(consolidation_pending=True)
+        consolidate_bank(bank_pk=bank.pk)
+    assert_every_note_indexed()
+    assert Note.objects.count() >= 4
+
+
+@pytest.fixture
+def unindexed_write(tenant, person):
+    """A deliberately broken writer: a Note row created behind the write path's back."""
+    bank = services.get_or_create_bank(team=tenant.team, person=person, scope="", kind="global")
+    now = timezone.now()
+    return Note.objects.create(
+        team=tenant.team, bank=bank, key="sneaky", description="d", content="never indexed",
+        source="remember", created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_an_unindexed_write_is_caught(unindexed_write):
+    with pytest.raises(AssertionError, match="sneaky"):
+        assert_every_note_indexed()

@@ -1,0 +1,207 @@
+"""The note index: invisibility of mismatched vectors, deletes, the embedder being down,
+ordering by meaning, hybrid recall and a model change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from memory.indexing import index_notes, namespace_for, reconcile, stale_notes
+from memory.models import Note, NoteVector
+from memory.queries import Hit, hybrid_rank, recall_bundle, recall_memories
+from memory.services import delete_note, remember
+from memory.vectors import Similarities, order_by_meaning, similarities
+from tests.memory.conftest import note_fields
+from tests.memory.embedding_server import Behaviour, embedding_server
+
+pytestmark = pytest.mark.django_db
+
+
+def write(tenant, person, actor, **fields):
+    return remember(team=tenant.team, person=person, actor=actor, **note_fields(**fields)).note
+
+
+def test_every_write_is_indexed_after_commit(tenant, person, actor, index_inline):
+    with index_inline():
+        note = write(tenant, person, actor)
+    vector = NoteVector.objects.get(note=note)
+    assert (vector.namespace, vector.model, vector.dim) == (namespace_for(tenant.team.pk), "hashing-v1-256", 256)
+    assert np.isclose(np.linalg.norm(np.array(vector.embedding, dtype=np.float32)), 1.0)
+    assert not stale_notes().exists()
+
+
+def test_a_vector_of_another_model_width_or_namespace_is_invisible(tenant, person, actor, index_inline, settings):
+    with index_inline():
+        note = write(tenant, person, actor, content="Ada lives in Oslo")
+    assert similarities(team=tenant.team, notes=[note], query="Oslo").scores.keys() == {note.pk}
+    vector = NoteVector.objects.get(note=note)
+
+    NoteVector.objects.filter(pk=vector.pk).update(model="some-other-model")
+    assert similarities(team=tenant.team, notes=[note], query="Oslo").scores == {}
+
+    NoteVector.objects.filter(pk=vector.pk).update(model="hashing-v1-256", namespace="team:999999")
+    assert similarities(team=tenant.team, notes=[note], query="Oslo").scores == {}
+
+    NoteVector.objects.filter(pk=vector.pk).update(namespace=namespace_for(tenant.team.pk))
+    settings.EMBEDDING_DIM = 128  # hashing-v1-128: another model and another width
+    assert similarities(team=tenant.team, notes=[note], query="Oslo").scores == {}
+    settings.EMBEDDING_DIM = 0
+    assert similarities(team=tenant.team, notes=[note], query="Oslo").scores.keys() == {note.pk}
+
+
+def test_a_deleted_note_is_never_returned_by_any_search(tenant, person, actor, index_inline):
+    with index_inline():
+        doomed = write(tenant, person, actor, key="doomed", content="The launch code is tangerine")
+        write(tenant, person, actor, key="kept", content="Ada likes tangerine juice")
+    delete_note(note=doomed, actor=actor)
+    assert not NoteVector.objects.filter(note_id=doomed.pk).exists()
+    kwargs = {"team": tenant.team, "person": person, "agent": tenant.agent}
+    for mode in ("hybrid", "bm25", "vector"):
+        notes = list(Note.objects.all())
+        assert doomed.pk not in {
+            h.note.pk for h in hybrid_rank(tenant.team, notes, "launch code tangerine", mode=mode).hits
+        }
+    assert [h.note.key for h in recall_memories(query="launch code tangerine", **kwargs).hits] == ["kept"]
+    assert [i.note.key for i in recall_bundle(query="launch code tangerine", **kwargs).items] == ["kept"]
+
+
+def test_a_note_written_while_the_embedder_is_down_is_indexed_when_it_returns(
+    tenant, person, actor, index_inline, settings
+):
+    behaviour = Behaviour(mode="500", dim=16)
+    with embedding_server(behaviour) as url:
+        settings.EMBEDDER = "openai"
+        settings.EMBEDDING_BASE_URL = url
+        settings.EMBEDDING_MODEL = "fake-embed"
+        settings.EMBEDDING_DIM = 16
+        with index_inline():
+            result = remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo"))
+        assert result.action == "created"  # the write succeeded with the embedder down
+        assert list(stale_notes()) == [result.note]
+
+        ranked = recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo")
+        assert [h.note.pk for h in ranked.hits] == [result.note.pk]  # BM25 still answers
+        assert ranked.degraded == ["vectors"]  # and says what it could not use
+
+        report = reconcile()
+        assert (report.indexed, report.error != "") == (0, True)
+
+        behaviour.mode = "ok"
+        assert reconcile().indexed == 1
+        assert not stale_notes().exists()
+        assert NoteVector.objects.get().model == "fake-embed"
+        assert recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo").degraded == []
+
+
+def test_unscored_notes_sort_after_scored_ones_newest_first(tenant, person, actor, index_inline):
+    with index_inline():
+        relevant = write(tenant, person, actor, key="pets", content="Ada has a cat named Miso")
+        other = write(tenant, person, actor, key="city", content="Ada lives in Oslo")
+    unindexed_old = write(tenant, person, actor, key="old-unindexed", content="An old note")
+    write(tenant, person, actor, key="new-unindexed", content="A newer note")
+    Note.objects.filter(pk=unindexed_old.pk).update(updated_at=timezone.now() - timedelta(days=2))
+    notes = list(Note.objects.all())
+    order = order_by_meaning(team=tenant.team, notes=notes, query="tell me about the cat")
+    assert [n.key for n in order.notes[:2]] == ["pets", "city"]
+    assert [n.key for n in order.notes[2:]] == ["new-unindexed", "old-unindexed"]
+    assert set(order.scores) == {relevant.pk, other.pk}
+    assert order.degraded == ""
+
+
+def test_without_vectors_the_order_is_newest_first(tenant, person, actor, settings):
+    for i in range(3):
+        write(tenant, person, actor, key=f"n{i}")
+    Note.objects.filter(key="n1").update(updated_at=timezone.now() + timedelta(minutes=5))
+    settings.EMBEDDER = "none"
+    order = order_by_meaning(team=tenant.team, notes=list(Note.objects.all()), query="anything")
+    assert [n.key for n in order.notes] == ["n1", "n2", "n0"]
+
+
+def test_a_weak_vector_match_does_not_outrank_a_strong_keyword_match(tenant, person, actor, mocker):
+    keyword = write(tenant, person, actor, key="deadline", content="The Apollo deadline moved to September")
+    vague = write(tenant, person, actor, key="vague", content="Something loosely related")
+    strong = write(tenant, person, actor, key="strong", content="Unrelated words entirely")
+    notes = [keyword, vague, strong]
+
+    def fake(*, team, notes, query):
+        return Similarities(scores={keyword.pk: 0.10, vague.pk: 0.35, strong.pk: 0.80})
+
+    mocker.patch("memory.vectors.similarities", side_effect=fake)
+    hits = hybrid_rank(tenant.team, notes, "apollo deadline").hits
+    ranks = [h.note.key for h in hits]
+    assert ranks.index("deadline") < ranks.index("vague")
+    assert "strong" in ranks  # a strong semantic match is found without any shared word
+    vector_only = [h.note.key for h in hybrid_rank(tenant.team, notes, "apollo deadline", mode="vector").hits]
+    assert vector_only[0] == "strong"
+
+
+def test_below_the_floor_a_vector_adds_nothing(tenant, person, actor, mocker):
+    only = write(tenant, person, actor, key="only", content="Nothing in common")
+    mocker.patch("memory.vectors.similarities", return_value=Similarities(scores={only.pk: 0.2}))
+    assert hybrid_rank(tenant.team, [only], "apollo deadline").hits == []
+
+
+def test_scope_walls_hold_in_hybrid_recall(tenant, person, actor, index_inline):
+    with index_inline():
+        remember(
+            team=tenant.team,
+            person=person,
+            actor=actor,
+            scope="project:apollo",
+            **note_fields(content="Launch on Mars"),
+        )
+        remember(
+            team=tenant.team,
+            person=person,
+            actor=actor,
+            scope="project:zeus",
+            **note_fields(key="zeus", content="Launch on Mars"),
+        )
+    ranked = recall_memories(
+        team=tenant.team, person=person, agent=tenant.agent, query="launch mars", scope="project:apollo"
+    )
+    assert [h.note.bank.bank_id for h in ranked.hits] == ["user:ada:project:apollo"]
+    assert all(isinstance(h, Hit) and h.similarity is not None for h in ranked.hits)
+
+
+def test_a_model_change_hides_old_vectors_and_the_reconciler_reembeds_everything(
+    tenant, person, actor, index_inline, settings
+):
+    with index_inline():
+        for i in range(5):
+            write(tenant, person, actor, key=f"note-{i}", content=f"Fact number {i}")
+    assert not stale_notes().exists()
+    settings.EMBEDDING_DIM = 64  # the hashing embedder becomes hashing-v1-64
+    notes = list(Note.objects.all())
+    assert similarities(team=tenant.team, notes=notes, query="fact").scores == {}
+    assert stale_notes().count() == 5
+    assert reconcile(batch_size=2).indexed == 5
+    assert set(NoteVector.objects.values_list("model", "dim")) == {("hashing-v1-64", 64)}
+    assert len(similarities(team=tenant.team, notes=notes, query="fact").scores) == 5
+
+
+def test_index_notes_is_safe_to_run_twice_and_skips_deleted_notes(tenant, person, actor):
+    note = write(tenant, person, actor)
+    assert index_notes([note.pk]) == 1
+    assert index_notes([note.pk]) == 0
+    assert NoteVector.objects.count() == 1
+    note_id = note.pk
+    delete_note(note=note, actor=actor)
+    assert index_notes([note_id]) == 0
+    assert not NoteVector.objects.exists()
+
+
+def test_reindex_command_shows_progress_and_indexes(tenant, person, actor, capsys):
+    from django.core.management import call_command
+
+    for i in range(3):
+        write(tenant, person, actor, key=f"note-{i}")
+    call_command("reindex", "--batch-size", "2")
+    out = capsys.readouterr()
+    assert "3 note(s) to index with hashing-v1-256" in out.out
+    assert "Indexed 3 note(s)." in out.out
+    assert "3/3" in out.err  # the progress bar
+    assert not stale_notes().exists()
