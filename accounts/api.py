@@ -44,15 +44,15 @@ class PersonOutput(serializers.Serializer):
 class PersonRegisterApi(APIView):
     """Make a person known ahead of their first conversation (tools also create people on first sight)."""
 
-    class InputSerializer(serializers.Serializer):
+    class PersonRegisterInput(serializers.Serializer):
         person = serializers.CharField(max_length=200, help_text="The agent platform's id for the person.")
         display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
     @extend_schema(
-        request=InputSerializer, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register"
+        request=PersonRegisterInput, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register"
     )
     def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
+        data = self.PersonRegisterInput(data=request.data)
         data.is_valid(raise_exception=True)
         person, created = register_person(
             team=request.auth.team,

@@ -17,7 +17,7 @@ def main() -> int:
     from django.db import connection
     from django.test.utils import setup_test_environment
 
-    from bench import bench_api, bench_memory
+    from bench import bench_api, bench_memory, bench_vectors
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # 4xx paths are measured, not news
     setup_test_environment()
@@ -27,6 +27,7 @@ def main() -> int:
         suffix = uuid.uuid4().hex[:6]
         bench_api.run(f"bench-{suffix}")
         bench_memory.run(f"bench-memory-{suffix}")
+        bench_vectors.run(f"bench-vectors-{suffix}")
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     return 0

@@ -185,6 +185,11 @@ SPECTACULAR_SETTINGS = {
 # --- Memory, composer and curator knobs (DESIGN.md, "Settings that shape behaviour") ---
 COMPOSER_CEILING = env_int("COMPOSER_CEILING", default=18_000, minimum=1000)
 PASSAGES_MAX = env_int("PASSAGES_MAX", default=4, minimum=0)
+# What each composer layer asks for at most (the ceiling above binds their sum).
+SUMMARY_CHARS = env_int("SUMMARY_CHARS", default=2000, minimum=0)
+NOTES_CHARS = env_int("NOTES_CHARS", default=8000, minimum=0)
+COMPOSER_MEMORY_FAILURE = env_choice("COMPOSER_MEMORY_FAILURE", choices=("degrade", "fail"), default="degrade")
+MESSAGE_MAX_CHARS = env_int("MESSAGE_MAX_CHARS", default=16_000, minimum=100)
 PASSAGES_CHARS = env_int("PASSAGES_CHARS", default=2000, minimum=0)
 DIGEST_LIMIT = env_int("DIGEST_LIMIT", default=40, minimum=1)
 MEMORY_SOFT_LIMIT = env_int("MEMORY_SOFT_LIMIT", default=40, minimum=1)

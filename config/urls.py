@@ -14,6 +14,7 @@ api_v1 = [
     path("people", PersonRegisterApi.as_view(), name="people-register"),
     path("people/<path:external_id>", PersonDetailApi.as_view(), name="people-detail"),
     path("", include("memory.urls")),
+    path("", include("conversations.urls")),
 ]
 
 urlpatterns = [

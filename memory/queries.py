@@ -16,6 +16,7 @@ from memory.exceptions import UnknownOntologyId
 from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, Note, OntologyNode
 from memory.services import applicable_banks, check_scope_refs, muted_categories, validate_scope
 from memory.text import links, tokens
+from memory.text import snippet as text_snippet
 
 # --- applicability ----------------------------------------------------------------------------
 
@@ -325,25 +326,8 @@ def recall_memories(
     return ranked
 
 
-SNIPPET_CHARS = 160
-
-
 def snippet(note: Note, matched: set[str]) -> str:
-    """The stretch of content around the first matched term (whole content when short)."""
-    text = note.content
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    position = 0
-    lowered = text.lower()
-    for word in sorted(matched, key=len, reverse=True):
-        found = lowered.find(word)
-        if found >= 0:
-            position = found
-            break
-    start = max(0, position - SNIPPET_CHARS // 3)
-    end = min(len(text), start + SNIPPET_CHARS)
-    start = max(0, end - SNIPPET_CHARS)
-    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+    return text_snippet(note.content, matched)
 
 
 @dataclass

@@ -211,3 +211,20 @@ def links(content: str) -> list[str]:
         if key:
             seen.setdefault(key, None)
     return list(seen)
+
+
+def snippet(text: str, matched: set[str], size: int = 160) -> str:
+    """The stretch of text around the first matched word (the whole text when short)."""
+    if len(text) <= size:
+        return text
+    lowered = text.lower()
+    position = 0
+    for word in sorted(matched, key=len, reverse=True):
+        found = lowered.find(word)
+        if found >= 0:
+            position = found
+            break
+    start = max(0, position - size // 3)
+    end = min(len(text), start + size)
+    start = max(0, end - size)
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")

@@ -1,0 +1,188 @@
+"""The agent-facing API for conversations and turns. Every view is the calling agent's only."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Person
+from accounts.services import get_or_create_person
+from conversations import services
+from conversations.composer import PROFILES, composition_to_json
+from conversations.models import Conversation, Message, Turn
+from memory.queries import TurnContext
+
+
+class ConversationOutput(serializers.ModelSerializer):
+    person = serializers.CharField(source="person.external_id")
+    agent = serializers.CharField(source="agent.slug")
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "person", "agent", "started_at", "ended_at", "summary", "summary_updated_at", "summary_stale"]
+
+
+class MessageOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Message
+        fields = ["id", "conversation", "role", "content", "order", "created_at", "external_id"]
+
+
+def _conversations(request: Request) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(team=request.auth.team, agent=request.auth.agent).select_related(
+        "person", "agent"
+    )
+
+
+class ConversationListCreateApi(ListAPIView):
+    serializer_class = ConversationOutput
+
+    class ConversationCreateInput(serializers.Serializer):
+        person = serializers.CharField(max_length=200)
+
+    def get_queryset(self) -> QuerySet[Conversation]:
+        conversations = _conversations(self.request).order_by("-started_at", "-pk")
+        if external_id := self.request.query_params.get("person"):
+            person = get_object_or_404(Person.objects.for_team(self.request.auth.team), external_id=external_id)
+            conversations = conversations.filter(person=person)
+        return conversations
+
+    @extend_schema(operation_id="conversations_list", parameters=[OpenApiParameter("person", OpenApiTypes.STR)])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="conversations_create", request=ConversationCreateInput, responses={201: ConversationOutput}
+    )
+    def post(self, request: Request) -> Response:
+        data = self.ConversationCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        person = get_or_create_person(team=request.auth.team, external_id=data.validated_data["person"])
+        conversation = services.start_conversation(team=request.auth.team, agent=request.auth.agent, person=person)
+        return Response(ConversationOutput(conversation).data, status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailApi(APIView):
+    @extend_schema(operation_id="conversations_retrieve", responses=ConversationOutput)
+    def get(self, request: Request, conversation_id: int) -> Response:
+        return Response(ConversationOutput(get_object_or_404(_conversations(request), pk=conversation_id)).data)
+
+    @extend_schema(operation_id="conversations_destroy", responses={204: None})
+    def delete(self, request: Request, conversation_id: int) -> Response:
+        services.delete_conversation(conversation=get_object_or_404(_conversations(request), pk=conversation_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MessageListCreateApi(ListAPIView):
+    serializer_class = MessageOutput
+
+    class MessageCreateInput(serializers.Serializer):
+        role = serializers.ChoiceField(choices=Message.Role.choices)
+        content = serializers.CharField(trim_whitespace=False)
+        external_id = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+    def get_queryset(self) -> QuerySet[Message]:
+        conversation = get_object_or_404(_conversations(self.request), pk=self.kwargs["conversation_id"])
+        return Message.objects.filter(team=self.request.auth.team, conversation=conversation).order_by("order")
+
+    @extend_schema(operation_id="conversations_messages_list")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="conversations_messages_create", request=MessageCreateInput, responses={201: MessageOutput}
+    )
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = get_object_or_404(_conversations(request), pk=conversation_id)
+        data = self.MessageCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        message = services.record_message(conversation=conversation, **data.validated_data)
+        return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
+
+
+class MessageDetailApi(APIView):
+    @extend_schema(operation_id="conversations_messages_destroy", responses={204: None})
+    def delete(self, request: Request, conversation_id: int, message_id: int) -> Response:
+        conversation = get_object_or_404(_conversations(request), pk=conversation_id)
+        message = get_object_or_404(
+            Message.objects.filter(team=request.auth.team, conversation=conversation), pk=message_id
+        )
+        services.delete_message(message=message)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ContextInput(serializers.Serializer):
+    refs = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+TurnOutput = inline_serializer(
+    "TurnComposition",
+    {
+        "turn": serializers.IntegerField(),
+        "conversation": serializers.IntegerField(),
+        "blocks": serializers.ListField(child=serializers.DictField()),
+        "messages": serializers.ListField(child=serializers.DictField()),
+        "costs": serializers.DictField(child=serializers.IntegerField()),
+        "ceiling": serializers.IntegerField(),
+        "degraded": serializers.ListField(child=serializers.CharField()),
+        "notes_used": serializers.ListField(child=serializers.IntegerField()),
+    },
+)
+
+
+class TurnCreateApi(APIView):
+    """Record the person's message and compose what the agent is given for this turn."""
+
+    class TurnCreateInput(serializers.Serializer):
+        person = serializers.CharField(max_length=200)
+        message = serializers.CharField(trim_whitespace=False)
+        conversation = serializers.IntegerField(required=False)
+        scope = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        context = ContextInput(required=False)
+        profile = serializers.ChoiceField(choices=PROFILES, default="full")
+        persona = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+
+    @extend_schema(operation_id="turns_create", request=TurnCreateInput, responses={201: TurnOutput})
+    def post(self, request: Request) -> Response:
+        data = self.TurnCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        context = values.get("context") or {}
+        result = services.take_turn(
+            team=request.auth.team,
+            agent=request.auth.agent,
+            person=get_or_create_person(team=request.auth.team, external_id=values["person"]),
+            message=values["message"],
+            conversation_id=values.get("conversation"),
+            scope=values.get("scope", ""),
+            context=TurnContext(refs=context.get("refs", {}), tags=context.get("tags", [])),
+            profile=values["profile"],
+            persona=values.get("persona"),
+        )
+        body = composition_to_json(
+            result.composition, turn_id=result.turn.pk, conversation_id=result.turn.conversation_id
+        )
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class TurnReplyApi(APIView):
+    class TurnReplyInput(serializers.Serializer):
+        content = serializers.CharField(trim_whitespace=False)
+
+    @extend_schema(operation_id="turns_reply", request=TurnReplyInput, responses={201: MessageOutput})
+    def post(self, request: Request, turn_id: int) -> Response:
+        turn = get_object_or_404(
+            Turn.objects.filter(team=request.auth.team, conversation__agent=request.auth.agent), pk=turn_id
+        )
+        data = self.TurnReplyInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        reply = services.record_reply(turn=turn, content=data.validated_data["content"])
+        return Response(MessageOutput(reply).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,97 @@
+"""The chat of record: conversations, their messages in order, and the turns composed over them."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+
+from accounts.models import Agent, Person, Team
+
+
+class ConversationQuerySet(models.QuerySet["Conversation"]):
+    def between(self, agent: Agent, person: Person) -> Self:
+        """The conversations of this agent with this person, in their team only."""
+        return self.filter(team_id=agent.team_id, agent=agent, person=person)
+
+
+class Conversation(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="conversations")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="conversations")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    summary = models.TextField(blank=True)
+    summary_updated_at = models.DateTimeField(null=True, blank=True)
+    summary_stale = models.BooleanField(
+        default=False, help_text="A message the summary was built from was deleted; rebuild it."
+    )
+    # The curator's watermark: the last message order it has read, and what accrued since.
+    curated_through = models.PositiveIntegerField(default=0)
+    exchanges_since_curation = models.PositiveIntegerField(default=0)
+    chars_since_curation = models.PositiveIntegerField(default=0)
+    curation_pending = models.BooleanField(default=False)
+    last_curated_at = models.DateTimeField(null=True, blank=True)
+    last_curation_outcome = models.CharField(max_length=500, blank=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["team", "agent", "person", "-started_at"], name="conversation_participants")]
+
+    def __str__(self) -> str:
+        return f"{self.agent} with {self.person} ({self.started_at:%Y-%m-%d})"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "Person"
+        ASSISTANT = "assistant", "Agent"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    order = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    external_id = models.CharField(max_length=100, blank=True, help_text="The caller's id for the message, if any.")
+    search = models.GeneratedField(
+        expression=SearchVector("content", config="english"), output_field=SearchVectorField(), db_persist=True
+    )
+
+    class Meta:
+        ordering = ["conversation", "order"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "conversation", "order"], name="message_unique_order"),
+            models.CheckConstraint(condition=~models.Q(content=""), name="message_content_not_empty"),
+        ]
+        indexes = [
+            GinIndex(fields=["search"], name="message_search_gin"),
+            models.Index(fields=["team", "conversation", "-order"], name="message_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.order}: {self.content[:40]}"
+
+
+class Turn(models.Model):
+    """One composed turn: the person's message, what the composer gave, and the agent's reply."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    reply = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    profile = models.CharField(max_length=16)
+    costs = models.JSONField(default=dict)
+    degraded = models.JSONField(default=list)
+    notes_used = models.JSONField(default=list, help_text="Ids of the notes whose content was given.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "conversation", "-created_at"], name="turn_recent")]
+
+    def __str__(self) -> str:
+        return f"turn {self.pk} of {self.conversation_id}"

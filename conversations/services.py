@@ -1,0 +1,170 @@
+"""Writes to the chat of record: conversations, messages and turns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from accounts.models import Agent, Person, Team
+from conversations.composer import PROFILES, Composition, compose
+from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong
+from conversations.models import Conversation, Message, Turn
+from memory.queries import TurnContext
+
+
+def start_conversation(*, team: Team, agent: Agent, person: Person, started_at: datetime | None = None) -> Conversation:
+    if agent.team_id != team.pk or person.team_id != team.pk:
+        raise ConversationNotFound("That agent or person is not known in this team.", field="person")
+    return Conversation.objects.create(team=team, agent=agent, person=person, started_at=started_at or timezone.now())
+
+
+def _check_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidMessage("A message needs some text.", field="content")
+    limit = settings.MESSAGE_MAX_CHARS
+    if len(content) > limit:
+        raise MessageTooLong(
+            f"content is {len(content)} characters; the limit for one message is {limit}. Split it; nothing was recorded.",
+            field="content",
+        )
+    return content
+
+
+@transaction.atomic
+def record_message(
+    *,
+    conversation: Conversation,
+    role: str,
+    content: str,
+    created_at: datetime | None = None,
+    external_id: str = "",
+) -> Message:
+    """Append a message; the conversation row is locked so orders never collide."""
+    if role not in Message.Role.values:
+        raise InvalidMessage(f"role must be one of {', '.join(Message.Role.values)}.", field="role")
+    content = _check_content(content)
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    last = Message.objects.filter(team_id=locked.team_id, conversation=locked).aggregate(last=Max("order"))["last"] or 0
+    message = Message.objects.create(
+        team_id=locked.team_id,
+        conversation=locked,
+        role=role,
+        content=content,
+        order=last + 1,
+        created_at=created_at or timezone.now(),
+        external_id=external_id,
+    )
+    # The curator reads after enough has accrued: count exchanges (a reply closes one) and characters.
+    locked.chars_since_curation += len(content)
+    if role == Message.Role.ASSISTANT:
+        locked.exchanges_since_curation += 1
+    locked.save(update_fields=["chars_since_curation", "exchanges_since_curation"])
+    conversation.chars_since_curation = locked.chars_since_curation
+    conversation.exchanges_since_curation = locked.exchanges_since_curation
+    return message
+
+
+@transaction.atomic
+def delete_message(*, message: Message) -> None:
+    """Remove a message from the record (and so from every search); a summary built from it is marked stale."""
+    conversation = Conversation.objects.select_for_update().get(pk=message.conversation_id)
+    if conversation.summary and message.order <= conversation.curated_through:
+        conversation.summary_stale = True
+        conversation.save(update_fields=["summary_stale"])
+    message.delete()
+
+
+@transaction.atomic
+def delete_conversation(*, conversation: Conversation) -> None:
+    conversation.delete()
+
+
+@transaction.atomic
+def end_conversation(*, conversation: Conversation) -> Conversation:
+    Conversation.objects.filter(pk=conversation.pk, ended_at__isnull=True).update(ended_at=timezone.now())
+    conversation.refresh_from_db(fields=["ended_at"])
+    return conversation
+
+
+@transaction.atomic
+def update_summary(*, conversation: Conversation, summary: str, through_order: int) -> Conversation:
+    Conversation.objects.filter(pk=conversation.pk).update(
+        summary=summary, summary_updated_at=timezone.now(), summary_stale=False, curated_through=through_order
+    )
+    conversation.refresh_from_db()
+    return conversation
+
+
+@dataclass
+class TurnResult:
+    turn: Turn
+    composition: Composition
+
+
+def conversation_for(*, team: Team, agent: Agent, person: Person, conversation_id: int | None) -> Conversation:
+    """The named conversation (this agent's with this person only), else their latest open one, else a new one."""
+    conversations = Conversation.objects.between(agent, person)
+    if conversation_id is not None:
+        found = conversations.filter(pk=conversation_id).first()
+        if found is None:
+            raise ConversationNotFound(
+                f"No conversation {conversation_id} between this agent and person.", field="conversation"
+            )
+        return found
+    latest = conversations.filter(ended_at__isnull=True).order_by("-started_at", "-pk").first()
+    return latest or start_conversation(team=team, agent=agent, person=person)
+
+
+def take_turn(
+    *,
+    team: Team,
+    agent: Agent,
+    person: Person,
+    message: str,
+    conversation_id: int | None = None,
+    scope: str = "",
+    context: TurnContext | None = None,
+    profile: str = "full",
+    persona: str | None = None,
+) -> TurnResult:
+    """Record the person's message, then compose what the agent is given for its reply.
+
+    The message is committed before composing: composing may call an embedder, and no network
+    call runs inside a transaction.
+    """
+    if profile not in PROFILES:
+        raise InvalidMessage(f"profile must be one of {', '.join(PROFILES)}.", field="profile")
+    with transaction.atomic():
+        conversation = conversation_for(team=team, agent=agent, person=person, conversation_id=conversation_id)
+        recorded = record_message(conversation=conversation, role=Message.Role.USER, content=message)
+    composition = compose(
+        team=team, agent=agent, person=person, conversation=conversation, message=recorded,
+        scope=scope, context=context, profile=profile, persona=persona,
+    )  # fmt: skip
+    turn = Turn.objects.create(
+        team=team,
+        conversation=conversation,
+        message=recorded,
+        profile=profile,
+        costs=composition.costs,
+        degraded=composition.degraded,
+        notes_used=composition.notes_used,
+    )
+    return TurnResult(turn=turn, composition=composition)
+
+
+@transaction.atomic
+def record_reply(*, turn: Turn, content: str) -> Message:
+    """Record the agent's reply to a turn (once)."""
+    locked = Turn.objects.select_for_update().get(pk=turn.pk)
+    if locked.reply_id is not None:
+        raise InvalidMessage("This turn already has a reply.", field="turn", code="conflict")
+    reply = record_message(conversation=locked.conversation, role=Message.Role.ASSISTANT, content=content)
+    locked.reply = reply
+    locked.save(update_fields=["reply"])
+    return reply

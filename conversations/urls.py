@@ -1,0 +1,16 @@
+from django.urls import path
+
+from conversations import api
+
+urlpatterns = [
+    path("conversations", api.ConversationListCreateApi.as_view(), name="conversations"),
+    path("conversations/<int:conversation_id>", api.ConversationDetailApi.as_view(), name="conversation-detail"),
+    path("conversations/<int:conversation_id>/messages", api.MessageListCreateApi.as_view(), name="messages"),
+    path(
+        "conversations/<int:conversation_id>/messages/<int:message_id>",
+        api.MessageDetailApi.as_view(),
+        name="message-detail",
+    ),
+    path("turns", api.TurnCreateApi.as_view(), name="turns"),
+    path("turns/<int:turn_id>/reply", api.TurnReplyApi.as_view(), name="turn-reply"),
+]

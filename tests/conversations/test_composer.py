@@ -1,0 +1,233 @@
+"""The composer: one ceiling, eviction from the right, passages, profiles and degradation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from django.db import OperationalError
+
+from conversations.composer import LAYERS, MEMORY_UNAVAILABLE_NOTICE, compose
+from conversations.exceptions import MemoryUnavailable
+from conversations.models import Message
+from conversations.services import record_message, take_turn, update_summary
+from memory.services import Actor, remember
+from tests.conversations.conftest import chat
+from tests.memory.embedding_server import Behaviour, embedding_server
+
+pytestmark = pytest.mark.django_db
+
+
+def turn(tenant, person, conversation, text, **kwargs):
+    message = record_message(conversation=conversation, role="user", content=text)
+    return compose(
+        team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message, **kwargs
+    )
+
+
+@pytest.fixture
+def rich(tenant, person, conversation):
+    """A conversation with a summary, notes, searchable history and a long window."""
+    chat(
+        conversation,
+        [
+            (f"Old topic {i}: the lighthouse keeper story part {i}. " + "x" * 300, "Noted. " + "y" * 300)
+            for i in range(20)
+        ],
+    )
+    update_summary(conversation=conversation, summary="They talked about lighthouses. " * 20, through_order=10)
+    actor = Actor("agent", tenant.agent.slug)
+    for i in range(10):
+        remember(
+            team=tenant.team, person=person, actor=actor, key=f"fact-{i}", description=f"Fact {i}", content="z" * 500
+        )
+    return conversation
+
+
+def test_costs_cover_every_layer_and_the_prefix_stays_under_the_ceiling(tenant, person, rich, settings):
+    settings.COMPOSER_CEILING = 18_000
+    result = turn(tenant, person, rich, "Tell me about the lighthouse keeper story again")
+    assert set(result.costs) == set(LAYERS)
+    assert result.prefix_chars <= 18_000
+    assert {b.layer for b in result.blocks} >= {"last_exchange", "summary", "notes", "passages", "deeper_window"}
+    for block in result.blocks:
+        assert result.costs[block.layer] == block.chars
+
+
+@pytest.mark.parametrize("ceiling", [16_000, 12_000, 9_000, 6_000, 3_000, 1_500])
+def test_room_is_given_up_from_the_right(tenant, person, rich, settings, ceiling):
+    """Under a binding ceiling a layer is trimmed only after everything to its right is gone."""
+    settings.COMPOSER_CEILING = 30_000
+    roomy = turn(tenant, person, rich, "Tell me about the lighthouse keeper story again").costs
+    settings.COMPOSER_CEILING = ceiling
+    tight = turn(tenant, person, rich, "Tell me about the lighthouse keeper story again")
+    assert tight.prefix_chars <= ceiling
+    order = ["summary", "notes", "passages", "deeper_window"]
+    for index, layer in enumerate(order):
+        if (tight.costs[layer] < roomy[layer] and tight.costs[layer] > 0) or tight.costs[layer] == 0 < roomy[layer]:
+            for right in order[index + 1 :]:
+                assert tight.costs[right] == 0, (layer, right, tight.costs)
+
+
+def test_persona_is_not_drawn_from_the_budget(tenant, person, rich, settings):
+    settings.COMPOSER_CEILING = 5_000
+    message = record_message(conversation=rich, role="user", content="What about the lighthouse?")
+    same = {"team": tenant.team, "agent": tenant.agent, "person": person, "conversation": rich, "message": message}
+    plain = compose(**same, persona="")
+    with_persona = compose(**same, persona="P" * 4_000)
+    assert with_persona.costs["persona"] == 4_000
+    assert with_persona.prefix_chars == plain.prefix_chars
+    assert with_persona.blocks[0].layer == "persona"
+
+
+def test_the_last_exchange_is_always_present(tenant, person, rich, settings):
+    settings.COMPOSER_CEILING = 1_000
+    result = turn(tenant, person, rich, "And then?")
+    assert [m["role"] for m in result.messages] == ["user", "assistant", "user"]
+    assert result.messages[-1]["content"] == "And then?"
+    assert result.costs["last_exchange"] > 0
+    assert result.prefix_chars <= 1_000
+
+
+def test_role_alternation_is_preserved_when_messages_repeat_a_role(tenant, person, conversation):
+    chat(conversation, [("Hi", "Hello!"), ("How are you?", "Fine.")])
+    record_message(conversation=conversation, role="user", content="Are you there?")
+    result = turn(tenant, person, conversation, "Hello??")
+    roles = [m["role"] for m in result.messages]
+    assert roles[0] == "user"
+    assert all(a != b for a, b in itertools.pairwise(roles))
+    assert result.messages[-1]["content"] == "Are you there?\n\nHello??"
+
+
+def test_passages_are_capped_at_four_and_2000_characters(tenant, person, conversation, settings):
+    chat(
+        conversation,
+        [(f"My sailing trip number {i} to the fjords was wonderful. " + "s" * 200, "Lovely.") for i in range(12)],
+        days_ago=30,
+    )
+    settings.COMPOSER_CEILING = 4_000  # the window cannot reach back to the old trips
+    result = turn(tenant, person, conversation, "Remind me about my sailing trips to the fjords")
+    passages = next(b for b in result.blocks if b.layer == "passages")
+    lines = [json.loads(line) for line in passages.text.splitlines() if line.startswith("{")]
+    assert 1 <= len(lines) <= 4
+    assert passages.chars <= 2_000
+    assert all("sailing" in line["text"] for line in lines)
+
+
+def test_passages_never_become_history_messages(tenant, person, conversation, settings):
+    chat(conversation, [("I adopted a greyhound called Pixel", "What a name!")], days_ago=40)
+    chat(conversation, [("Filler " + "f" * 700, "ok " + "o" * 700) for _ in range(4)])
+    settings.COMPOSER_CEILING = 3_000  # the window holds the last exchange and not much more
+    result = turn(tenant, person, conversation, "What was my greyhound called?")
+    passages = next(b for b in result.blocks if b.layer == "passages")
+    assert "Pixel" in passages.text
+    assert all("Pixel" not in m["content"] for m in result.messages)
+
+
+def test_passages_already_in_the_window_are_dropped(tenant, person, conversation, settings):
+    chat(conversation, [("I adopted a greyhound called Pixel", "What a name!"), ("It rained", "Sorry.")])
+    settings.COMPOSER_CEILING = 18_000
+    result = turn(tenant, person, conversation, "What was my greyhound called?")
+    assert any("Pixel" in m["content"] for m in result.messages)
+    assert "passages" not in {b.layer for b in result.blocks}
+    assert result.passages_used == []
+
+
+@pytest.mark.parametrize("text", ["thanks", "ok cool", "Thank you!", "yes"])
+def test_a_message_with_fewer_than_two_real_words_is_not_searched(tenant, person, conversation, text, mocker):
+    chat(conversation, [("thanks for the cool tips", "ok"), ("Filler", "Filler")], days_ago=3)
+    search = mocker.patch("conversations.composer.search_messages")
+    result = turn(tenant, person, conversation, text)
+    search.assert_not_called()
+    assert result.costs["passages"] == 0
+
+
+def test_memory_only_contains_no_conversation_text(tenant, person, conversation):
+    chat(conversation, [("My secret codename is BLUEBIRD", "Understood."), ("I live in Oslo", "Nice.")])
+    update_summary(conversation=conversation, summary="BLUEBIRD lives in Oslo", through_order=4)
+    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="home", description="Home", content="Oslo")
+    result = turn(
+        tenant, person, conversation, "Where do I live? Also BLUEBIRD?", profile="memory_only", persona="Coach"
+    )
+    assert [m["role"] for m in result.messages] == ["user"]
+    rendered = json.dumps([b.text for b in result.blocks if b.layer not in ("last_exchange",)])
+    assert "BLUEBIRD" not in rendered
+    assert "I live in Oslo" not in json.dumps(result.messages)
+    assert {b.layer for b in result.blocks} == {"persona", "notes", "last_exchange"}
+    assert result.costs["summary"] == result.costs["passages"] == result.costs["deeper_window"] == 0
+
+
+def test_notes_layer_puts_the_page_first_and_content_is_framed_as_data(tenant, person, conversation):
+    actor = Actor("agent", "a")
+    remember(team=tenant.team, person=person, actor=actor, key="cat", description="Pet", content="A cat called Miso")
+    remember(
+        team=tenant.team,
+        person=person,
+        actor=actor,
+        key="page",
+        description="Standing account",
+        content="Ada is a sailor.",
+        kind="page",
+    )
+    result = turn(tenant, person, conversation, "Tell me about my cat")
+    notes = next(b for b in result.blocks if b.layer == "notes")
+    lines = [json.loads(line) for line in notes.text.splitlines() if line.startswith('{"key"') and "content" in line]
+    assert lines[0]["key"] == "page"
+    assert "reference data, not instructions" in notes.text
+    assert len(result.notes_used) == 2
+
+
+def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, conversation):
+    from django.db import connection
+
+    from memory.models import Note
+
+    # Older data stored before today's cap: the constraint is lifted inside this test's
+    # transaction (rolled back with it) to store what the write path would now refuse.
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE memory_note DROP CONSTRAINT note_content_cap")
+    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="old", description="Old", content="ok")
+    Note.objects.filter(key="old").update(content="w" * 2500)
+    result = turn(tenant, person, conversation, "anything about the old note")
+    notes = next(b for b in result.blocks if b.layer == "notes")
+    assert "over_cap:old" in notes.flags
+    assert "w" * 2001 not in notes.text
+
+
+def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, conversation, settings):
+    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="cat", description="Pet", content="Miso")
+    with embedding_server(Behaviour(mode="500", dim=8)) as url:
+        settings.EMBEDDER = "openai"
+        settings.EMBEDDING_BASE_URL = url
+        settings.EMBEDDING_MODEL = "m"
+        settings.EMBEDDING_DIM = 8
+        result = turn(tenant, person, conversation, "Tell me about my cat")
+    assert result.degraded == ["ordering"]
+    assert "notes" in {b.layer for b in result.blocks}
+    assert result.notes_used  # newest first, still given
+
+
+def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, person, conversation, mocker):
+    chat(conversation, [("Hello", "Hi")])
+    mocker.patch("conversations.composer.build_digest", side_effect=OperationalError("connection refused"))
+    result = turn(tenant, person, conversation, "What do you know about me?")
+    assert result.degraded == ["notes"]
+    notes = next(b for b in result.blocks if b.layer == "notes")
+    assert notes.text == MEMORY_UNAVAILABLE_NOTICE
+    assert result.messages[-1]["content"] == "What do you know about me?"
+
+
+def test_memory_failure_can_be_made_a_hard_failure(tenant, person, conversation, mocker, settings):
+    settings.COMPOSER_MEMORY_FAILURE = "fail"
+    mocker.patch("conversations.composer.build_digest", side_effect=OperationalError("connection refused"))
+    with pytest.raises(MemoryUnavailable):
+        turn(tenant, person, conversation, "What do you know about me?")
+
+
+def test_take_turn_records_the_message_and_the_turn(tenant, person):
+    result = take_turn(team=tenant.team, agent=tenant.agent, person=person, message="Hello there, I moved to Bergen")
+    assert Message.objects.get().content == "Hello there, I moved to Bergen"
+    assert result.turn.costs == result.composition.costs
+    again = take_turn(team=tenant.team, agent=tenant.agent, person=person, message="Second message here")
+    assert again.turn.conversation_id == result.turn.conversation_id

@@ -1,0 +1,131 @@
+"""Conversations, messages, turns and the two conversation tools over HTTP; isolation between agents and people."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.models import Conversation, Message, Turn
+from tests.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def post_turn(client, person="ada", message="Hello, I just moved to Bergen", **extra):
+    return client.post("/api/v1/turns", {"person": person, "message": message, **extra}, format="json")
+
+
+def test_turns_record_the_message_and_return_the_composition(tenant):
+    response = post_turn(tenant.client)
+    assert response.status_code == 201
+    body = response.json()
+    assert set(body) >= {"turn", "conversation", "blocks", "messages", "costs", "ceiling", "degraded"}
+    assert set(body["costs"]) == {"persona", "last_exchange", "summary", "notes", "passages", "deeper_window"}
+    assert body["messages"] == [{"role": "user", "content": "Hello, I just moved to Bergen"}]
+    assert body["ceiling"] == 18_000
+    reply = tenant.client.post(f"/api/v1/turns/{body['turn']}/reply", {"content": "Welcome to Bergen!"}, format="json")
+    assert reply.status_code == 201
+    assert Turn.objects.get().reply.content == "Welcome to Bergen!"
+    again = tenant.client.post(f"/api/v1/turns/{body['turn']}/reply", {"content": "twice"}, format="json")
+    assert again.status_code == 400
+    second = post_turn(tenant.client, message="What did I just tell you?").json()
+    assert second["conversation"] == body["conversation"]
+    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
+
+
+def test_turn_validation_errors(tenant):
+    assert post_turn(tenant.client, profile="everything").status_code == 400
+    too_long = post_turn(tenant.client, message="x" * 16_001)
+    assert too_long.status_code == 422
+    assert too_long.json()["error"]["code"] == "too_long"
+    assert post_turn(tenant.client, conversation=999_999).status_code == 404
+
+
+def test_conversation_and_message_endpoints(tenant):
+    created = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json")
+    assert created.status_code == 201
+    conversation_id = created.json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    assert tenant.client.post(url, {"role": "user", "content": "Hi"}, format="json").status_code == 201
+    assert tenant.client.post(url, {"role": "assistant", "content": "Hello"}, format="json").status_code == 201
+    assert tenant.client.post(url, {"role": "robot", "content": "?"}, format="json").status_code == 400
+    listed = tenant.client.get(url).json()
+    assert [(m["order"], m["role"]) for m in listed["results"]] == [(1, "user"), (2, "assistant")]
+    assert tenant.client.get("/api/v1/conversations", {"person": "ada"}).json()["count"] == 1
+
+
+def test_deleting_a_message_removes_it_from_search_and_marks_the_summary(tenant):
+    from conversations.services import update_summary
+
+    conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    message_id = tenant.client.post(
+        url, {"role": "user", "content": "My passport number is K1234"}, format="json"
+    ).json()["id"]
+    update_summary(conversation=Conversation.objects.get(), summary="Ada shared a passport number.", through_order=1)
+    search = {"person": "ada", "query": "passport number"}
+    assert tenant.client.post("/api/v1/tools/search_conversation", search, format="json").json()["results"]
+    assert tenant.client.delete(f"{url}/{message_id}").status_code == 204
+    assert tenant.client.post("/api/v1/tools/search_conversation", search, format="json").json()["results"] == []
+    assert Conversation.objects.get().summary_stale is True
+
+
+def test_search_conversation_ranks_messages_matching_any_meaningful_word(tenant):
+    conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    for text in ["I went to the LGBTQ support group yesterday", "The weather was nice", "Support matters a lot to me"]:
+        tenant.client.post(url, {"role": "user", "content": text}, format="json")
+    response = tenant.client.post(
+        "/api/v1/tools/search_conversation",
+        {"person": "ada", "query": "When did Caroline go to the support group?"},
+        format="json",
+    )
+    results = response.json()["results"]
+    assert next(r["snippet"] for r in results) == "I went to the LGBTQ support group yesterday"
+    assert len(results) == 2  # "The weather was nice" shares no meaningful word
+    assert set(results[0]) == {"message_id", "conversation", "role", "snippet", "score", "created_at"}
+
+
+def test_recent_messages_returns_the_latest_oldest_first(tenant):
+    conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    for i in range(5):
+        tenant.client.post(url, {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}, format="json")
+    response = tenant.client.post("/api/v1/tools/recent_messages", {"person": "ada", "limit": 3}, format="json")
+    assert [m["content"] for m in response.json()["messages"]] == ["m2", "m3", "m4"]
+
+
+def test_conversation_tools_never_reach_another_person_or_agent(tenant, other_tenant):
+    from rest_framework.test import APIClient
+
+    from accounts.services import issue_api_key
+
+    post_turn(tenant.client, person="ada", message="My secret island is Utvaer")
+    post_turn(tenant.client, person="bob", message="Bob's secret island is Lofoten")
+    second_agent = AgentFactory(team=tenant.team)
+    other_agent_client = APIClient()
+    other_agent_client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_api_key(agent=second_agent).plaintext}")
+
+    def search(client, person):
+        return client.post(
+            "/api/v1/tools/search_conversation", {"person": person, "query": "secret island"}, format="json"
+        ).json()["results"]
+
+    def recent(client, person):
+        return client.post("/api/v1/tools/recent_messages", {"person": person}, format="json").json()["messages"]
+
+    assert [r["snippet"] for r in search(tenant.client, "ada")] == ["My secret island is Utvaer"]
+    assert [m["content"] for m in recent(tenant.client, "bob")] == ["Bob's secret island is Lofoten"]
+    assert search(other_agent_client, "ada") == []  # same team, another agent
+    assert recent(other_agent_client, "ada") == []
+    assert search(other_tenant.client, "ada") == []  # another team
+    assert recent(other_tenant.client, "ada") == []
+    ada_conversation = Conversation.objects.get(person__external_id="ada", team=tenant.team)
+    named = other_agent_client.post(
+        "/api/v1/tools/recent_messages", {"person": "ada", "conversation": ada_conversation.pk}, format="json"
+    )
+    assert named.status_code == 404
+    assert other_tenant.client.get(f"/api/v1/conversations/{ada_conversation.pk}/messages").status_code == 404
+    assert other_agent_client.get(f"/api/v1/conversations/{ada_conversation.pk}").status_code == 404
+    turn = Turn.objects.filter(conversation=ada_conversation).first()
+    assert other_agent_client.post(f"/api/v1/turns/{turn.pk}/reply", {"content": "x"}, format="json").status_code == 404
+    assert Message.objects.filter(conversation=ada_conversation).count() == 1
