@@ -15,7 +15,7 @@ PYTHON_312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/pytho
 help:
 	@echo "make run     migrate, create the demo tenant, serve web + worker + beat (Ctrl-C stops all)"
 	@echo "make test    lint, migrations check and the whole test suite"
-	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines"
+	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines (BENCH=\"compose locomo\" for some)"
 	@echo "make lint    ruff check and format check"
 	@echo "make stop    stop the embedded Postgres and Redis"
 	@echo "make lock    re-resolve requirements.lock from pyproject.toml"
@@ -51,7 +51,7 @@ test: lint migrations-check
 	$(PY) -m pytest
 
 bench: install
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH)
 
 stop: install
 	$(PY) manage.py services stop

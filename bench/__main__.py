@@ -1,13 +1,29 @@
-"""`make bench`: run every benchmark against a scratch database on the embedded (or given) Postgres."""
+"""`make bench`: run the benchmarks against a scratch database on the embedded (or given) Postgres.
+
+`python -m bench` runs them all; `python -m bench compose vectors` runs the named ones.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import uuid
 
+BENCHMARKS = {
+    "api": "bench.bench_api",
+    "memory": "bench.bench_memory",
+    "vectors": "bench.bench_vectors",
+    "compose": "bench.bench_compose",
+    "locomo": "bench.locomo_retrieval",
+}
 
-def main() -> int:
+
+def main(argv: list[str]) -> int:
+    unknown = [name for name in argv if name not in BENCHMARKS]
+    if unknown:
+        print(f"Unknown benchmark(s): {', '.join(unknown)}. Choose from: {', '.join(BENCHMARKS)}.", file=sys.stderr)
+        return 2
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
@@ -17,21 +33,21 @@ def main() -> int:
     from django.db import connection
     from django.test.utils import setup_test_environment
 
-    from bench import bench_api, bench_memory, bench_vectors
-
     logging.getLogger("django.request").setLevel(logging.ERROR)  # 4xx paths are measured, not news
     setup_test_environment()
-    # A throwaway database, like the test suite's: benchmarks never touch the main data.
+    # A throwaway database of its own: benchmarks never touch the main data, nor a test run's.
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = "mnemo_bench"
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         suffix = uuid.uuid4().hex[:6]
-        bench_api.run(f"bench-{suffix}")
-        bench_memory.run(f"bench-memory-{suffix}")
-        bench_vectors.run(f"bench-vectors-{suffix}")
+        for name in argv or list(BENCHMARKS):
+            module = importlib.import_module(BENCHMARKS[name])
+            print(f"\n## {name}")
+            module.run(f"bench-{name}-{suffix}")
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

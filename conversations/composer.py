@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,7 @@ class Composition:
     degraded: list[str]
     notes_used: list[int]
     passages_used: list[int]
+    timings_ms: dict[str, float] = field(default_factory=dict)  # where the time went, per layer
 
     @property
     def prefix_chars(self) -> int:
@@ -196,12 +198,14 @@ class _Composer:
             return None
         try:
             with transaction.atomic():  # a failing read must not poison the turn's transaction
-                digest = build_digest(
+                seen = visible_notes(
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context
                 )
-                visible = visible_notes(
-                    team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context
-                ).notes
+                digest = build_digest(
+                    team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
+                    visible=seen,
+                )  # fmt: skip
+                visible = seen.notes
         except DatabaseError as exc:
             logger.warning("memory read failed while composing turn for %s: %s", self.person, exc)
             if settings.COMPOSER_MEMORY_FAILURE == "fail":
@@ -307,6 +311,15 @@ class _Composer:
     # --- the whole turn -------------------------------------------------------------------
 
     def compose(self) -> Composition:
+        clock = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        def lap(layer: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timings[layer] = timings.get(layer, 0.0) + (now - clock) * 1000
+            clock = now
+
         history_rows = list(
             Message.objects.filter(
                 team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order
@@ -323,6 +336,7 @@ class _Composer:
         exchange, exchange_block = self.last_exchange(history)
         blocks["last_exchange"] = exchange_block
         room = self.ceiling - exchange_block.chars
+        lap("last_exchange")
 
         summary = self.summary(room)
         if summary:
@@ -330,6 +344,7 @@ class _Composer:
             room -= summary.chars
         if self.ceiling_bound:
             room = 0
+        lap("summary")
 
         notes = self.notes(room)
         if notes:
@@ -337,6 +352,7 @@ class _Composer:
             room -= notes.chars
         if self.ceiling_bound:
             room = 0
+        lap("notes")
 
         older = history[: len(history) - len(exchange)] if self.profile == "full" else []
         visible_ids = {pk for item in exchange for pk in item.ids}
@@ -349,8 +365,10 @@ class _Composer:
         for _ in range(3):
             self.passages_bound = False
             passage_block, passages_used = self.passages(room, hidden)
+            lap("passages")
             window_room = 0 if self.passages_bound else room - (passage_block.chars if passage_block else 0)
             window, window_block = self.deeper_window(older, window_room)
+            lap("deeper_window")
             in_window = {pk for item in window for pk in item.ids}
             if not in_window & set(passages_used):
                 break
@@ -371,6 +389,7 @@ class _Composer:
             degraded=self.degraded,
             notes_used=self.notes_used,
             passages_used=passages_used,
+            timings_ms={layer: round(ms, 3) for layer, ms in timings.items()},
         )
         assert composition.prefix_chars <= self.ceiling, composition.costs
         return composition

@@ -175,9 +175,17 @@ class Digest:
 
 
 def build_digest(
-    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent | None,
+    scope: str = "",
+    context: TurnContext | None = None,
+    visible: Visible | None = None,
 ) -> Digest:
-    visible = visible_notes(team=team, person=person, agent=agent, scope=scope, context=context)
+    """The standing ## Memory section. Pass `visible` when the caller already computed it."""
+    if visible is None:
+        visible = visible_notes(team=team, person=person, agent=agent, scope=scope, context=context)
     ordered = sorted(visible.notes, key=digest_sort_key)
     limit = settings.DIGEST_LIMIT
     entries, omitted = ordered[:limit], max(0, len(ordered) - limit)

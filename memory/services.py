@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.conf import settings
@@ -837,3 +837,40 @@ def muted_categories(*, person: Person, agent: Any) -> set[str]:
             "category", flat=True
         )
     )
+
+
+DAILY_PREFIX = "daily-"
+
+
+def daily_key(day: date, part: int = 1) -> str:
+    return f"{DAILY_PREFIX}{day.isoformat()}" + (f"-{part}" if part > 1 else "")
+
+
+def append_daily(
+    *, team: Team, person: Person, actor: Actor, text: str, day: date | None = None, source: str = Note.Source.CURATOR
+) -> WriteResult:
+    """Append to the person's note for the day (one `daily` note per day, in their global bank).
+
+    When the day's note is full, the append is refused like any over-cap write (and logged), and
+    the day continues in a numbered sibling: daily-2026-11-30, daily-2026-11-30-2, ...
+    """
+    day = day or timezone.localdate()
+    existing = set(
+        Note.objects.filter(
+            team=team, bank__person=person, bank__kind=Bank.Kind.GLOBAL, key__startswith=daily_key(day)
+        ).values_list("key", flat=True)
+    )
+    part = 1
+    while daily_key(day, part + 1) in existing:
+        part += 1
+    while True:
+        try:
+            return append_observation(
+                team=team, person=person, actor=actor, category="daily", observation=text, key=daily_key(day, part),
+                summary=f"What happened on {day.isoformat()}" + (f" (part {part})" if part > 1 else ""),
+                bank=Bank.Kind.GLOBAL, source=source, kind=Note.Kind.DAILY,
+            )  # fmt: skip
+        except TooLong:
+            if len(text) > CONTENT_MAX or part >= 99:
+                raise
+            part += 1

@@ -210,7 +210,7 @@ def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, conversati
 
 def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, person, conversation, mocker):
     chat(conversation, [("Hello", "Hi")])
-    mocker.patch("conversations.composer.build_digest", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
     result = turn(tenant, person, conversation, "What do you know about me?")
     assert result.degraded == ["notes"]
     notes = next(b for b in result.blocks if b.layer == "notes")
@@ -220,7 +220,7 @@ def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, pers
 
 def test_memory_failure_can_be_made_a_hard_failure(tenant, person, conversation, mocker, settings):
     settings.COMPOSER_MEMORY_FAILURE = "fail"
-    mocker.patch("conversations.composer.build_digest", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
     with pytest.raises(MemoryUnavailable):
         turn(tenant, person, conversation, "What do you know about me?")
 

@@ -238,3 +238,22 @@ def test_reimporting_the_same_note_does_not_count_as_repetition(tenant, person, 
     for _ in range(3):
         remember(team=tenant.team, person=person, actor=actor, source=Note.Source.IMPORT, **note_fields())
     assert Note.objects.get().repetitions == 1
+
+
+def test_daily_notes_continue_in_a_numbered_sibling_when_full(tenant, person, actor):
+    from datetime import date
+
+    from memory.services import append_daily
+
+    day = date(2026, 11, 30)
+    first = append_daily(team=tenant.team, person=person, actor=actor, text="Morning: " + "a" * 1500, day=day)
+    assert (first.key, first.note.kind, first.bank.bank_id) == ("daily-2026-11-30", "daily", "user:ada")
+    second = append_daily(team=tenant.team, person=person, actor=actor, text="Evening: " + "b" * 900, day=day)
+    assert second.key == "daily-2026-11-30-2"
+    third = append_daily(team=tenant.team, person=person, actor=actor, text="Night: short", day=day)
+    assert third.key == "daily-2026-11-30-2"
+    assert third.action == "appended"
+    assert Note.objects.get(key="daily-2026-11-30").content == "Morning: " + "a" * 1500
+    refused = Revision.objects.get(action="refused")
+    assert refused.note_key == "daily-2026-11-30"
+    assert "the limit is 2000" in refused.reason
