@@ -16,4 +16,6 @@ app.conf.beat_schedule = {
     "expire-notes": {"task": "memory.tasks.expire_due_notes", "schedule": 300.0},
     # Every five minutes: embed notes whose vector is missing, stale or of another model.
     "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
+    # Every minute: curation and consolidation that were due but never ran (broker was down).
+    "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
 }

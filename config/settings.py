@@ -205,15 +205,21 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_DIM = env_int("EMBEDDING_DIM", default=0, minimum=0, maximum=8192)
 # Hybrid recall: a vector match counts nothing at or below VECTOR_FLOOR and fully from
 # VECTOR_STRONG up (cosine similarity; tuned for all-MiniLM-L6-v2).
-VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.25, minimum=-1.0, maximum=1.0)
+VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.15, minimum=-1.0, maximum=1.0)
 VECTOR_STRONG = env_float("VECTOR_STRONG", default=0.5, minimum=-1.0, maximum=1.0)
 EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)
 LLM_BASE_URL = env_url("LLM_BASE_URL", schemes=("http", "https"))
 LLM_PROVIDER = env_choice("LLM_PROVIDER", choices=("rules", "openai"), default="openai" if LLM_BASE_URL else "rules")
+LLM_API_KEY = env_secret("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL", "")
+LLM_TIMEOUT = env_float("LLM_TIMEOUT", default=60.0, minimum=0.1, maximum=600.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", default=2, minimum=0, maximum=10)
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
+if LLM_PROVIDER == "openai" and not (LLM_BASE_URL and LLM_MODEL):
+    raise ImproperlyConfigured("LLM_PROVIDER=openai needs LLM_BASE_URL and LLM_MODEL.")
 if VECTOR_STRONG <= VECTOR_FLOOR:
     raise ImproperlyConfigured(f"VECTOR_STRONG={VECTOR_STRONG} must be above VECTOR_FLOOR={VECTOR_FLOOR}.")
 if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:

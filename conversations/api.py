@@ -26,7 +26,10 @@ class ConversationOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Conversation
-        fields = ["id", "person", "agent", "started_at", "ended_at", "summary", "summary_updated_at", "summary_stale"]
+        fields = [
+            "id", "person", "agent", "started_at", "ended_at", "summary", "summary_updated_at", "summary_stale",
+            "curation_pending", "last_curated_at", "last_curation_outcome",
+        ]  # fmt: skip
 
 
 class MessageOutput(serializers.ModelSerializer):
@@ -78,6 +81,17 @@ class ConversationDetailApi(APIView):
     def delete(self, request: Request, conversation_id: int) -> Response:
         services.delete_conversation(conversation=get_object_or_404(_conversations(request), pk=conversation_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationEndApi(APIView):
+    """Close the conversation; the curator reads whatever it has not read yet."""
+
+    @extend_schema(operation_id="conversations_end", request=None, responses=ConversationOutput)
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = services.end_conversation(
+            conversation=get_object_or_404(_conversations(request), pk=conversation_id)
+        )
+        return Response(ConversationOutput(conversation).data)
 
 
 class MessageListCreateApi(ListAPIView):

@@ -33,6 +33,7 @@ class Conversation(models.Model):
     exchanges_since_curation = models.PositiveIntegerField(default=0)
     chars_since_curation = models.PositiveIntegerField(default=0)
     curation_pending = models.BooleanField(default=False)
+    curation_requested_at = models.DateTimeField(null=True, blank=True)
     last_curated_at = models.DateTimeField(null=True, blank=True)
     last_curation_outcome = models.CharField(max_length=500, blank=True)
 

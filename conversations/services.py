@@ -86,9 +86,51 @@ def delete_conversation(*, conversation: Conversation) -> None:
 
 @transaction.atomic
 def end_conversation(*, conversation: Conversation) -> Conversation:
+    """Close a conversation; whatever the curator has not read yet is read now, not left behind."""
     Conversation.objects.filter(pk=conversation.pk, ended_at__isnull=True).update(ended_at=timezone.now())
-    conversation.refresh_from_db(fields=["ended_at"])
+    conversation.refresh_from_db()
+    schedule_curation(conversation=conversation, force=True)
     return conversation
+
+
+CURATION_TASK = "curator.tasks.curate_conversation"
+
+
+def curation_due(conversation: Conversation) -> bool:
+    return (
+        conversation.exchanges_since_curation >= settings.CURATOR_EVERY_EXCHANGES
+        or conversation.chars_since_curation >= settings.CURATOR_EVERY_CHARS
+    )
+
+
+def schedule_curation(*, conversation: Conversation, force: bool = False) -> bool:
+    """Ask for a curator pass once the thresholds are crossed (or now, with force). Deduplicated per
+    conversation: while one is pending, further requests coalesce into it."""
+    if not force and not curation_due(conversation):
+        return False
+    if (
+        force
+        and not Message.objects.filter(
+            team_id=conversation.team_id, conversation_id=conversation.pk, order__gt=conversation.curated_through
+        ).exists()
+    ):
+        return False
+    claimed = Conversation.objects.filter(pk=conversation.pk, curation_pending=False).update(
+        curation_pending=True, curation_requested_at=timezone.now()
+    )
+    if not claimed:
+        return False
+    conversation_id = conversation.pk
+    # By name: the curator depends on conversations, never the other way round. If the broker is
+    # down, the pending flag stays and the curator's catch-up enqueues the pass later.
+    transaction.on_commit(lambda: _enqueue_curation(conversation_id), robust=True)
+    return True
+
+
+def _enqueue_curation(conversation_id: int) -> None:
+    from config.celery import app
+
+    app.send_task(CURATION_TASK, args=[conversation_id])
 
 
 @transaction.atomic
@@ -164,7 +206,9 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     locked = Turn.objects.select_for_update().get(pk=turn.pk)
     if locked.reply_id is not None:
         raise InvalidMessage("This turn already has a reply.", field="turn", code="conflict")
-    reply = record_message(conversation=locked.conversation, role=Message.Role.ASSISTANT, content=content)
+    conversation = locked.conversation
+    reply = record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=content)
     locked.reply = reply
     locked.save(update_fields=["reply"])
+    schedule_curation(conversation=conversation)  # a curator pass never blocks the turn: it runs after commit
     return reply

@@ -1,59 +1,278 @@
-"""Bank consolidation (the job a curated bank's soft-limit crossing schedules).
+"""The curator's passes and bank consolidation, applied through the memory write path.
 
-This first version merges exact duplicates only (the same content under different keys, with
-identical scope and semantics), then latches the bank FULL if that did not bring it back under
-its soft limit. LLM-driven merging arrives with the LLM providers.
+A provider call never runs inside a transaction. Each pass then applies its plan in one
+transaction (each write atomic on its own, so a refused operation costs only itself), together with
+the watermark: a worker killed mid-pass leaves nothing half-written, and the pass runs again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q, Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
+from config.exceptions import DomainError
+from conversations.models import Conversation, Message
+from conversations.services import update_summary
+from curator.models import ProviderCall
+from curator.providers import (
+    ChatLine,
+    ConsolidationRequest,
+    CurationRequest,
+    LLMProvider,
+    ProviderError,
+    Usage,
+    get_provider,
+)
+from curator.schemas import AppendDailyOp, ConsolidationPlan, ForgetOp, RememberOp
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, latch_full, merge_notes
+from memory.queries import build_digest
+from memory.services import Actor, append_daily, delete_note, forget, latch_full, merge_notes, remember
 
 logger = logging.getLogger(__name__)
 
-
-def _fingerprint(note: Note) -> tuple[str, str, tuple[str, ...]]:
-    content = " ".join(note.content.lower().split())
-    refs = repr(sorted((t, tuple(ids)) for t, ids in note.scope_refs.items()))
-    return content, refs, tuple(sorted(note.semantics))
+STALE_AFTER = timedelta(minutes=10)  # a pending job older than this is enqueued again by the catch-up
 
 
-def consolidate_bank(*, bank_pk: int, task_id: str = "") -> str:
-    """Run one consolidation of a bank. Safe to run twice: it claims the pending flag first."""
-    claimed = Bank.objects.filter(pk=bank_pk, consolidation_pending=True).update(consolidation_pending=False)
-    if not claimed:
-        return "skipped: no consolidation pending"
-    actor = Actor(Revision.Actor.CONSOLIDATION, "rules", task_id)
+def _record_call(
+    *, team_id: int, purpose: str, usage: Usage | None, provider: LLMProvider, outcome: str, error: str = "",
+    task_id: str = "", conversation_id: int | None = None, bank_id: int | None = None,
+) -> None:  # fmt: skip
+    ProviderCall.objects.create(
+        team_id=team_id,
+        purpose=purpose,
+        provider=provider.name,
+        model=getattr(provider, "model", ""),
+        conversation_id=conversation_id,
+        bank_id=bank_id,
+        chars_in=usage.chars_in if usage else 0,
+        chars_out=usage.chars_out if usage else 0,
+        tokens_in=usage.tokens_in if usage else None,
+        tokens_out=usage.tokens_out if usage else None,
+        duration_ms=usage.duration_ms if usage else 0,
+        outcome=outcome,
+        error=error[:500],
+        task_id=task_id,
+    )
+
+
+# --- curation ---------------------------------------------------------------------------------
+
+
+def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LLMProvider | None = None) -> str:
+    """One curator pass over the messages after the watermark. Safe to run twice.
+
+    Raises ProviderError when the provider failed (the task retries with backoff); nothing is
+    applied then and the conversation stays pending.
+    """
+    conversation = Conversation.objects.select_related("team", "agent", "person").filter(pk=conversation_id).first()
+    if conversation is None:
+        return "skipped: the conversation is gone"
+    start = conversation.curated_through
+    new = list(
+        Message.objects.filter(team_id=conversation.team_id, conversation=conversation, order__gt=start).order_by(
+            "order"
+        )
+    )
+    if not new:
+        Conversation.objects.filter(pk=conversation.pk).update(curation_pending=False)
+        return "skipped: nothing new since the last pass"
+    through = new[-1].order
+    provider = provider or get_provider()
+    digest = build_digest(team=conversation.team, person=conversation.person, agent=conversation.agent)
+    request = CurationRequest(
+        messages=[ChatLine("person" if m.role == Message.Role.USER else "agent", m.content, m.created_at) for m in new],
+        digest=digest.text,
+        summary=conversation.summary,
+        today=timezone.localdate().isoformat(),
+    )
+    try:
+        plan, usage = provider.curate(request)
+    except ProviderError as exc:
+        _record_call(
+            team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
+            error=str(exc), task_id=task_id, conversation_id=conversation.pk,
+        )  # fmt: skip
+        Conversation.objects.filter(pk=conversation.pk).update(last_curation_outcome=f"failed: {exc}"[:500])
+        logger.warning("curation of conversation %s failed: %s", conversation.pk, exc)
+        raise
+    _record_call(
+        team_id=conversation.team_id, purpose="curate", usage=usage, provider=provider, outcome="ok",
+        task_id=task_id, conversation_id=conversation.pk,
+    )  # fmt: skip
+    actor = Actor(Revision.Actor.CURATOR, f"{provider.name}:{getattr(provider, 'model', '')}", task_id)
+    applied, refused = 0, []
     with transaction.atomic():
-        bank = Bank.objects.select_for_update().get(pk=bank_pk)
-        groups: dict[tuple[str, str, tuple[str, ...]], list[Note]] = defaultdict(list)
-        for note in Note.objects.filter(team_id=bank.team_id, bank=bank).order_by("-updated_at"):
-            groups[_fingerprint(note)].append(note)
-        merged = 0
-        for notes in groups.values():
-            if len(notes) > 1:
-                keep, *absorb = notes
-                merge_notes(keep=keep, absorb=absorb, actor=actor, reason="identical content")
-                merged += len(absorb)
-        count = Note.objects.filter(team_id=bank.team_id, bank=bank).count()
-        target = int(bank.soft_limit * settings.CONSOLIDATION_TARGET)
-        if count > bank.soft_limit:
-            latch_full(
-                bank=bank,
-                actor=actor,
-                reason=f"{count} distinct notes remain after merging {merged}; the soft limit is {bank.soft_limit}",
-            )
-            outcome = f"merged {merged}; still {count} notes over the soft limit {bank.soft_limit}: latched FULL"
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        if locked.curated_through != start:
+            return "skipped: another pass already curated these messages"
+        for op in plan.operations:
+            # Each write is atomic on its own and a refused one leaves only its refused revision,
+            # which must survive: so no savepoint of ours around it.
+            try:
+                _apply(op, conversation, actor)
+                applied += 1
+            except DomainError as exc:
+                refused.append(f"{op.op} {getattr(op, 'key', '')}: {exc.message}".strip())
+                logger.info("curator operation refused in conversation %s: %s", conversation.pk, exc.message)
+        if plan.summary is not None:
+            update_summary(conversation=locked, summary=plan.summary, through_order=through)
+        remaining = Message.objects.filter(team_id=locked.team_id, conversation=locked, order__gt=through)
+        outcome = f"read {len(new)} messages; applied {applied} operation(s)" + (
+            f"; refused {len(refused)}: " + " | ".join(refused) if refused else ""
+        )
+        Conversation.objects.filter(pk=locked.pk).update(
+            curated_through=through,
+            exchanges_since_curation=remaining.filter(role=Message.Role.ASSISTANT).count(),
+            chars_since_curation=remaining.aggregate(total=Sum(Length("content")))["total"] or 0,
+            curation_pending=False,
+            last_curated_at=timezone.now(),
+            last_curation_outcome=outcome[:500],
+        )
+    return outcome
+
+
+def _apply(op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor) -> None:
+    team, person = conversation.team, conversation.person
+    if isinstance(op, RememberOp):
+        remember(
+            team=team, person=person, actor=actor, key=op.key, description=op.description, content=op.content,
+            kind=op.kind, bank=op.bank, category=op.category, source=Note.Source.CURATOR,
+            expires_at=timezone.now() + timedelta(hours=op.expires_in_hours) if op.expires_in_hours else None,
+        )  # fmt: skip
+    elif isinstance(op, AppendDailyOp):
+        append_daily(team=team, person=person, actor=actor, text=op.text)
+    else:
+        forget(
+            team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
+        )
+
+
+# --- consolidation ----------------------------------------------------------------------------
+
+
+class PlanRejected(DomainError):
+    code = "plan_rejected"
+
+
+def _note_view(note: Note) -> dict[str, object]:
+    return {
+        "key": note.key,
+        "description": note.description,
+        "content": note.content,
+        "kind": note.kind,
+        "scope_refs": note.scope_refs,
+        "semantics": note.semantics,
+        "updated_at": note.updated_at.isoformat(),
+    }
+
+
+def _validate_plan(plan: ConsolidationPlan, notes: dict[str, Note]) -> None:
+    """Reject the whole plan on any violation: unknown keys, a key used twice, or a merge across scope."""
+    touched: set[str] = set()
+    for merge in plan.merges:
+        keys = [merge.keep, *merge.absorb]
+        for key in keys:
+            if key not in notes:
+                raise PlanRejected(f"the plan names '{key}', which is not in the bank")
+            if key in touched:
+                raise PlanRejected(f"the plan uses '{key}' twice")
+            touched.add(key)
+        keep = notes[merge.keep]
+        for key in merge.absorb:
+            other = notes[key]
+            if other.scope_refs != keep.scope_refs or sorted(other.semantics) != sorted(keep.semantics):
+                raise PlanRejected(f"'{key}' and '{merge.keep}' differ in scope or semantics and must not merge")
+    for drop in plan.forgets:
+        if drop.key not in notes:
+            raise PlanRejected(f"the plan forgets '{drop.key}', which is not in the bank")
+        if drop.key in touched:
+            raise PlanRejected(f"the plan uses '{drop.key}' twice")
+        touched.add(drop.key)
+
+
+def consolidate_bank(*, bank_pk: int, task_id: str = "", provider: LLMProvider | None = None) -> str:
+    """Run one consolidation of a bank. Safe to run twice; concurrent runs apply at most one plan."""
+    bank = Bank.objects.filter(pk=bank_pk).first()
+    if bank is None or not bank.consolidation_pending:
+        return "skipped: no consolidation pending"
+    provider = provider or get_provider()
+    notes = list(Note.objects.filter(team_id=bank.team_id, bank=bank).order_by("key"))
+    target = int(bank.soft_limit * settings.CONSOLIDATION_TARGET)
+    request = ConsolidationRequest(
+        bank_id=bank.bank_id, notes=[_note_view(n) for n in notes], soft_limit=bank.soft_limit, target=target
+    )
+    try:
+        plan, usage = provider.consolidate(request)
+    except ProviderError as exc:
+        _record_call(
+            team_id=bank.team_id, purpose="consolidate", usage=None, provider=provider, outcome="failed",
+            error=str(exc), task_id=task_id, bank_id=bank.pk,
+        )  # fmt: skip
+        Bank.objects.filter(pk=bank.pk).update(last_consolidation_outcome=f"failed: {exc}"[:500])
+        raise
+    _record_call(
+        team_id=bank.team_id, purpose="consolidate", usage=usage, provider=provider, outcome="ok",
+        task_id=task_id, bank_id=bank.pk,
+    )  # fmt: skip
+    actor = Actor(Revision.Actor.CONSOLIDATION, f"{provider.name}:{getattr(provider, 'model', '')}", task_id)
+    with transaction.atomic():
+        locked = Bank.objects.select_for_update().get(pk=bank.pk)
+        if not locked.consolidation_pending:
+            return "skipped: another run already consolidated this bank"
+        current = {n.key: n for n in Note.objects.filter(team_id=locked.team_id, bank=locked).select_related("bank")}
+        merged = forgotten = 0
+        try:
+            _validate_plan(plan, current)
+        except PlanRejected as exc:
+            verdict = f"plan rejected whole ({exc.message})"
         else:
-            outcome = f"merged {merged}; {count} notes (target {target}, soft limit {bank.soft_limit})"
-        Bank.objects.filter(pk=bank.pk).update(last_consolidation_at=timezone.now(), last_consolidation_outcome=outcome)
+            for merge in plan.merges:
+                merge_notes(
+                    keep=current[merge.keep], absorb=[current[k] for k in merge.absorb], actor=actor,
+                    content=merge.content, description=merge.description, reason="consolidation",
+                )  # fmt: skip
+                merged += len(merge.absorb)
+            for drop in plan.forgets:
+                delete_note(note=current[drop.key], actor=actor, reason=f"consolidation: {drop.reason}")
+                forgotten += 1
+            verdict = f"merged {merged}, forgot {forgotten}"
+        count = Note.objects.filter(team_id=locked.team_id, bank=locked).count()
+        if count > locked.soft_limit:
+            latch_full(
+                bank=locked, actor=actor,
+                reason=f"{count} notes remain after consolidation ({verdict}); the soft limit is {locked.soft_limit}",
+            )  # fmt: skip
+            outcome = f"{verdict}; still {count} notes over the soft limit {locked.soft_limit}: latched FULL"
+        else:
+            outcome = f"{verdict}; {count} notes (target {target}, soft limit {locked.soft_limit})"
+        Bank.objects.filter(pk=locked.pk).update(
+            consolidation_pending=False, last_consolidation_at=timezone.now(), last_consolidation_outcome=outcome[:500]
+        )
     logger.info("consolidated %s: %s", bank.bank_id, outcome)
     return outcome
+
+
+# --- catching up ------------------------------------------------------------------------------
+
+
+def stale_jobs() -> tuple[list[int], list[int]]:
+    """Conversations due for curation and banks waiting for consolidation whose job never ran
+    (the broker was down, or a worker died): the catch-up enqueues them again."""
+    cutoff = timezone.now() - STALE_AFTER
+    due = Q(exchanges_since_curation__gte=settings.CURATOR_EVERY_EXCHANGES) | Q(
+        chars_since_curation__gte=settings.CURATOR_EVERY_CHARS
+    )
+    not_waiting = (
+        Q(curation_pending=False) | Q(curation_requested_at__lt=cutoff) | Q(curation_requested_at__isnull=True)
+    )
+    conversations = Conversation.objects.filter(due & not_waiting).values_list("pk", flat=True)[:500]
+    banks = Bank.objects.filter(
+        consolidation_pending=True, full=False, consolidation_requested_at__lt=cutoff
+    ).values_list("pk", flat=True)[:500]
+    return list(conversations), list(banks)

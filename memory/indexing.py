@@ -122,13 +122,18 @@ class ReconcileReport:
 
 
 def reconcile(
-    *, batch_size: int = 64, limit: int | None = None, progress: Callable[[int], None] | None = None
+    *,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    notes: QuerySet[Note] | None = None,
 ) -> ReconcileReport:
-    """Find and fix every stale note, in batches. Stops at the first embedder failure and says so."""
+    """Find and fix every stale note (of `notes`, default all), in batches. Stops at the first
+    embedder failure and says so."""
     embedder = get_embedder()
     if embedder is None:
         return ReconcileReport(0, 0, 0, "no embedder is configured (EMBEDDER=none)")
-    pending = list(stale_notes(embedder).order_by("pk").values_list("pk", flat=True)[:limit])
+    pending = list(stale_notes(embedder, notes).order_by("pk").values_list("pk", flat=True)[:limit])
     indexed = 0
     for start in range(0, len(pending), batch_size):
         batch = pending[start : start + batch_size]

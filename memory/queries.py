@@ -243,13 +243,18 @@ def rank_bm25(team: Team, notes: list[Note], query: str) -> list[Hit]:
 
     A bank holds tens of notes, so a per-call index is cheap and never stale.
     """
+    return _bm25_hits(team, notes, query)[0]
+
+
+def _bm25_hits(team: Team, notes: list[Note], query: str) -> tuple[list[Hit], BM25Plus | None]:
     query_tokens = tokens(query)
     if not notes or not query_tokens:
-        return []
+        return [], None
     glossary = _glossaries(team, notes)
     documents = [_document(note, glossary) for note in notes]
     # delta=0 makes BM25+ plain BM25 with an always-positive idf: a note sharing no term scores 0.
-    scores = BM25Plus(documents, delta=0).get_scores(query_tokens)
+    model = BM25Plus(documents, delta=0)
+    scores = model.get_scores(query_tokens)
     wanted = set(query_tokens)
     hits = [
         Hit(note, float(score), wanted & set(document), bm25=float(score))
@@ -257,18 +262,11 @@ def rank_bm25(team: Team, notes: list[Note], query: str) -> list[Hit]:
         if wanted & set(document)
     ]
     hits.sort(key=lambda hit: (-hit.score, -hit.note.updated_at.timestamp()))
-    return hits
-
-
-RRF_K = 60
+    return hits, model
 
 
 def vector_gate(similarity: float) -> float:
-    """How much a vector match may count: nothing at or below the floor, fully from `strong` up.
-
-    This is what keeps a weak vector match from outranking a strong keyword one: below the
-    strong threshold a vector rank contributes only a fraction of what a keyword rank does.
-    """
+    """How much a vector match counts, from 0 at or below VECTOR_FLOOR to 1 from VECTOR_STRONG up."""
     floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
     if similarity <= floor:
         return 0.0
@@ -277,37 +275,68 @@ def vector_gate(similarity: float) -> float:
     return (similarity - floor) / (strong - floor)
 
 
-def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: str = "hybrid") -> Ranked:
-    """BM25 fused with vector similarity by gated reciprocal rank fusion.
+AGREEMENT_BONUS = 0.5
 
-    mode "bm25" or "vector" ranks by one signal alone (the benchmark compares all three).
+
+def keyword_strength(hit: Hit, top_bm25: float, idf: dict[str, float], query_terms: set[str]) -> float:
+    """How strong a keyword match is, in [0, 1]: its BM25 relative to the best one for this query,
+    times the share of the query's information (idf) it covers. One accidental common word
+    scores low; a note matching the query's rare words scores high."""
+    if top_bm25 <= 0 or not query_terms:
+        return 0.0
+    unseen = max(idf.values(), default=1.0)
+    total = sum(idf.get(term, unseen) for term in query_terms)
+    covered = sum(idf.get(term, unseen) for term in hit.matched)
+    return (hit.bm25 / top_bm25) * (covered / total if total > 0 else 0.0)
+
+
+def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: str = "hybrid") -> Ranked:
+    """BM25 fused with vector similarity, by strength rather than by rank.
+
+    Each signal becomes a strength in [0, 1] (see keyword_strength and vector_gate); a note scores
+    its stronger signal plus half the weaker one, so both agreeing wins, a strong match of either
+    kind beats a weak one of the other, and a weak vector match never outranks a strong keyword
+    one. mode "bm25" or "vector" ranks by one signal alone (the benchmark compares all three).
     Vectors that cannot be computed now (embedder down) leave BM25 alone and say so.
     """
     from memory.vectors import similarities
 
-    keyword = rank_bm25(team, notes, query) if mode != "vector" else []
+    if mode != "vector":
+        keyword, model = _bm25_hits(team, notes, query)
+    else:
+        keyword, model = [], None
     if mode == "bm25":
         return Ranked(keyword)
     found = similarities(team=team, notes=notes, query=query)
     degraded = ["vectors"] if found.degraded else []
+    by_id = {note.pk: note for note in notes}
     if mode == "vector":
-        by_id = {note.pk: note for note in notes}
         ordered = sorted(found.scores.items(), key=lambda item: -item[1])
         return Ranked([Hit(by_id[i], sim, set(), similarity=sim) for i, sim in ordered], degraded)
 
-    fused: dict[int, Hit] = {}
-    for rank, hit in enumerate(keyword, start=1):
-        hit.score = 1.0 / (RRF_K + rank)
-        hit.similarity = found.scores.get(hit.note.pk)
-        fused[hit.note.pk] = hit
-    gated = sorted(
-        ((note_id, sim) for note_id, sim in found.scores.items() if vector_gate(sim) > 0), key=lambda item: -item[1]
+    query_terms = set(tokens(query))
+    top = max((hit.bm25 for hit in keyword), default=0.0)
+    idf = dict(model.idf) if model is not None else {}
+    fused: dict[int, Hit] = {hit.note.pk: hit for hit in keyword}
+    strengths: dict[int, tuple[float, float]] = {
+        hit.note.pk: (keyword_strength(hit, top, idf, query_terms), 0.0) for hit in keyword
+    }
+    for note_id, sim in found.scores.items():
+        gate = vector_gate(sim)
+        hit = fused.get(note_id)
+        if hit is not None:
+            hit.similarity = sim
+            strengths[note_id] = (strengths[note_id][0], gate)
+        elif gate > 0:
+            fused[note_id] = Hit(by_id[note_id], 0.0, set(), similarity=sim)
+            strengths[note_id] = (0.0, gate)
+    for note_id, hit in fused.items():
+        strong, weak = sorted(strengths[note_id], reverse=True)
+        hit.score = strong + AGREEMENT_BONUS * weak
+    hits = sorted(
+        (h for h in fused.values() if h.score > 0),
+        key=lambda h: (-h.score, -h.bm25, -h.note.updated_at.timestamp()),
     )
-    by_id = {note.pk: note for note in notes}
-    for rank, (note_id, sim) in enumerate(gated, start=1):
-        hit = fused.setdefault(note_id, Hit(by_id[note_id], 0.0, set(), similarity=sim))
-        hit.score += vector_gate(sim) / (RRF_K + rank)
-    hits = sorted(fused.values(), key=lambda h: (-h.score, -h.bm25, -h.note.updated_at.timestamp()))
     return Ranked(hits, degraded)
 
 

@@ -140,7 +140,7 @@ def test_a_weak_vector_match_does_not_outrank_a_strong_keyword_match(tenant, per
 
 def test_below_the_floor_a_vector_adds_nothing(tenant, person, actor, mocker):
     only = write(tenant, person, actor, key="only", content="Nothing in common")
-    mocker.patch("memory.vectors.similarities", return_value=Similarities(scores={only.pk: 0.2}))
+    mocker.patch("memory.vectors.similarities", return_value=Similarities(scores={only.pk: 0.1}))
     assert hybrid_rank(tenant.team, [only], "apollo deadline").hits == []
 
 
@@ -205,3 +205,14 @@ def test_reindex_command_shows_progress_and_indexes(tenant, person, actor, capsy
     assert "Indexed 3 note(s)." in out.out
     assert "3/3" in out.err  # the progress bar
     assert not stale_notes().exists()
+
+
+def test_a_strong_vector_match_outranks_an_accidental_keyword_match(tenant, person, actor, mocker):
+    accidental = write(tenant, person, actor, key="commute", content="Anything can happen on the commute")
+    answer = write(tenant, person, actor, key="peanut-allergy", content="Severe reaction to peanuts")
+    mocker.patch(
+        "memory.vectors.similarities",
+        return_value=Similarities(scores={accidental.pk: 0.05, answer.pk: 0.55}),
+    )
+    hits = hybrid_rank(tenant.team, [accidental, answer], "is there anything I am unable to eat?").hits
+    assert [h.note.key for h in hits] == ["peanut-allergy", "commute"]
