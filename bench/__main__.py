@@ -15,6 +15,7 @@ BENCHMARKS = {
     "memory": "bench.bench_memory",
     "vectors": "bench.bench_vectors",
     "compose": "bench.bench_compose",
+    "curator": "bench.bench_curator",
     "locomo": "bench.locomo_retrieval",
 }
 

@@ -1,0 +1,69 @@
+"""The curator on a real Celery worker process, against the embedded Redis and the test database."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conversations.models import Conversation
+from curator.models import ProviderCall
+from memory.models import Note, Revision
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(condition, worker, seconds=45):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert worker.poll() is None, "the worker died"
+        assert time.monotonic() < deadline, "the worker did not get there in time"
+        time.sleep(0.1)
+
+
+def exchange(client, message, reply="Got it.", **extra):
+    turn = client.post("/api/v1/turns", {"person": "ada", "message": message, **extra}, format="json").json()
+    assert client.post(f"/api/v1/turns/{turn['turn']}/reply", {"content": reply}, format="json").status_code == 201
+    return turn
+
+
+def test_a_conversation_crossing_the_threshold_is_curated_exactly_once(celery_worker_process, tenant, settings):
+    settings.CURATOR_EVERY_EXCHANGES = 3
+    settings.CURATOR_EVERY_CHARS = 100_000
+    lines = ["Hi, I'm Ada.", "I live in Oslo.", "I work at Acme.", "I love sailing."]
+    turn = None
+    for line in lines[:3]:
+        turn = exchange(tenant.client, line)
+    conversation = Conversation.objects.get(pk=turn["conversation"])
+    wait_for(lambda: Conversation.objects.get(pk=conversation.pk).last_curated_at is not None, celery_worker_process)
+    exchange(tenant.client, lines[3])  # one more exchange: below the threshold again
+    time.sleep(1.5)
+    conversation.refresh_from_db()
+    assert ProviderCall.objects.filter(purpose="curate").count() == 1
+    assert conversation.curated_through == 6
+    assert conversation.exchanges_since_curation == 1
+    assert set(Note.objects.values_list("key", flat=True)) == {"name", "home-city", "employer"}
+    assert Revision.objects.filter(actor="curator").exclude(request_id="").count() == 3  # the task id is logged
+
+
+def test_the_seed_script_on_a_worker_with_the_rules_provider(celery_worker_process, tenant):
+    first = exchange(tenant.client, "Hi, I'm Ada and I live in Oslo.", "Nice to meet you, Ada!")
+    ended = tenant.client.post(f"/api/v1/conversations/{first['conversation']}/end")
+    assert ended.status_code == 200
+    wait_for(lambda: Note.objects.filter(key="home-city").exists(), celery_worker_process)
+
+    asked = tenant.client.post(
+        "/api/v1/turns", {"person": "ada", "message": "Where do I live?", "profile": "memory_only"}, format="json"
+    ).json()
+    assert asked["conversation"] != first["conversation"]
+    notes = next(block["text"] for block in asked["blocks"] if block["layer"] == "notes")
+    assert "Ada" in notes
+    assert "Oslo" in notes
+    assert [m["content"] for m in asked["messages"]] == ["Where do I live?"]
+
+    tenant.client.post(f"/api/v1/turns/{asked['turn']}/reply", {"content": "In Oslo."}, format="json")
+    moved = exchange(tenant.client, "I moved to Bergen.", "Exciting!")
+    tenant.client.post(f"/api/v1/conversations/{moved['conversation']}/end")
+    wait_for(lambda: "Bergen" in Note.objects.get(key="home-city").content, celery_worker_process)
+    assert Note.objects.filter(key="home-city").count() == 1
+    assert Revision.objects.get(note_key="home-city", action="update").before["content"] == "Lives in Oslo."
