@@ -129,3 +129,17 @@ def test_conversation_tools_never_reach_another_person_or_agent(tenant, other_te
     turn = Turn.objects.filter(conversation=ada_conversation).first()
     assert other_agent_client.post(f"/api/v1/turns/{turn.pk}/reply", {"content": "x"}, format="json").status_code == 404
     assert Message.objects.filter(conversation=ada_conversation).count() == 1
+
+
+def test_a_failing_memory_read_is_a_503_when_the_operator_wants_it(tenant, settings, mocker):
+    from django.db import OperationalError
+
+    settings.COMPOSER_MEMORY_FAILURE = "fail"
+    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("down"))
+    response = post_turn(tenant.client)
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "memory_unavailable"
+    settings.COMPOSER_MEMORY_FAILURE = "degrade"
+    degraded = post_turn(tenant.client, message="Another message here")
+    assert degraded.status_code == 201
+    assert degraded.json()["degraded"] == ["notes"]

@@ -281,3 +281,30 @@ def test_concurrent_triggers_coalesce_into_one_run(tenant, person, mocker, djang
     assert "latched FULL" in first
     assert second == "skipped: no consolidation pending"
     assert ProviderCall.objects.filter(purpose="consolidate").count() == 1
+
+
+@override_settings(CURATOR_EVERY_EXCHANGES=1)
+def test_with_the_broker_down_turns_still_work_and_the_catch_up_enqueues_later(
+    tenant, person, mocker, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from curator.services import stale_jobs
+    from curator.tasks import catch_up
+
+    send = mocker.patch("config.celery.app.send_task", side_effect=ConnectionError("redis is down"))
+    with django_capture_on_commit_callbacks(execute=True):
+        result = take_turn(team=tenant.team, agent=tenant.agent, person=person, message="I live in Oslo now")
+        record_reply(turn=result.turn, content="Noted!")  # the turn and the reply still work
+    send.assert_called_once()
+    conversation = Conversation.objects.get()
+    assert conversation.curation_pending is True  # the request stays recorded in the database
+    assert stale_jobs() == ([], [])  # not stale yet: it may still be on its way
+    Conversation.objects.update(curation_requested_at=timezone.now() - timedelta(minutes=11))
+    assert stale_jobs() == ([conversation.pk], [])
+    delay = mocker.patch("curator.tasks.curate_conversation.delay")
+    assert catch_up() == "re-enqueued 1 curation(s) and 0 consolidation(s)"
+    delay.assert_called_once_with(conversation.pk)
+    assert stale_jobs() == ([], [])

@@ -67,3 +67,32 @@ def test_the_seed_script_on_a_worker_with_the_rules_provider(celery_worker_proce
     wait_for(lambda: "Bergen" in Note.objects.get(key="home-city").content, celery_worker_process)
     assert Note.objects.filter(key="home-city").count() == 1
     assert Revision.objects.get(note_key="home-city", action="update").before["content"] == "Lives in Oslo."
+
+
+def test_a_bounded_bank_of_eight_on_the_worker(celery_worker_process, tenant):
+    """Nine unrelated facts after a name and an allergy: evictions and refusals as the policy says,
+    and the train journey refused rather than pushing out the allergy."""
+    from memory.services import Actor, get_or_create_bank, update_bank_settings
+    from tests.factories import PersonFactory
+
+    person = PersonFactory(team=tenant.team, external_id="ada")
+    bank = get_or_create_bank(team=tenant.team, person=person, scope="", kind="global")
+    update_bank_settings(bank=bank, actor=Actor("admin", "test"), changes={"policy": "bounded", "capacity": 8})
+    statements = [
+        "Hi, I'm Ada. I'm allergic to peanuts.", "I live in Oslo", "I work at Acme", "I have a dog named Pixel",
+        "I love sailing", "I hate mornings", "I enjoy jazz", "I like tea", "I'm vegetarian", "I'm on the train",
+    ]  # fmt: skip
+    for number, statement in enumerate(statements, start=1):
+        turn = exchange(tenant.client, statement)
+        tenant.client.post(f"/api/v1/conversations/{turn['conversation']}/end")
+        wait_for(
+            lambda: Conversation.objects.filter(pk=turn["conversation"], last_curated_at__isnull=False).exists(),
+            celery_worker_process,
+        )
+        assert ProviderCall.objects.filter(purpose="curate").count() == number
+    kept = set(Note.objects.filter(bank=bank).values_list("key", flat=True))
+    assert len(kept) == 8
+    assert {"name", "allergy-peanuts", "diet"} <= kept
+    assert "current-state" not in kept
+    assert Revision.objects.filter(action="refused", note_key="current-state").exists()
+    assert Revision.objects.filter(action="evict").count() == 2
