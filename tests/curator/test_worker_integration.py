@@ -85,10 +85,8 @@ def test_a_bounded_bank_of_eight_on_the_worker(celery_worker_process, tenant):
     for number, statement in enumerate(statements, start=1):
         turn = exchange(tenant.client, statement)
         tenant.client.post(f"/api/v1/conversations/{turn['conversation']}/end")
-        wait_for(
-            lambda: Conversation.objects.filter(pk=turn["conversation"], last_curated_at__isnull=False).exists(),
-            celery_worker_process,
-        )
+        curated = Conversation.objects.filter(pk=turn["conversation"], last_curated_at__isnull=False)
+        wait_for(curated.exists, celery_worker_process)
         assert ProviderCall.objects.filter(purpose="curate").count() == number
     kept = set(Note.objects.filter(bank=bank).values_list("key", flat=True))
     assert len(kept) == 8
