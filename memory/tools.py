@@ -222,8 +222,9 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     return _write_out(result)
 
 
-def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str, Any]:
-    ranked = queries.recall_memories(
+def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs) -> queries.Ranked:
+    """recall_memories and search rank the same way; they differ in what they return of each hit."""
+    return queries.recall_memories(
         team=ctx.team,
         person=_person(ctx, args),
         agent=ctx.agent,
@@ -232,6 +233,10 @@ def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str,
         scope=args.scope or "",
         context=args.turn_context(),
     )
+
+
+def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str, Any]:
+    ranked = _recall(ctx, args)
     return RecallMemoriesOut(
         degraded=ranked.degraded,
         results=[
@@ -314,15 +319,7 @@ def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
 
 
 def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
-    ranked = queries.recall_memories(
-        team=ctx.team,
-        person=_person(ctx, args),
-        agent=ctx.agent,
-        query=args.query,
-        limit=args.limit,
-        scope=args.scope or "",
-        context=args.turn_context(),
-    )
+    ranked = _recall(ctx, args)
     return SearchOut(
         degraded=ranked.degraded,
         results=[
