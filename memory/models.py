@@ -6,13 +6,17 @@ logs the refusal) and by database constraints (so no other path can ever store w
 
 from __future__ import annotations
 
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from django.db import models
+from django.db.models import Exists, OuterRef
 from django.db.models.functions import Length
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
 
 models.CharField.register_lookup(Length)
 models.TextField.register_lookup(Length)
@@ -21,6 +25,18 @@ KEY_MAX = 64
 DESCRIPTION_MAX = 200
 CONTENT_MAX = 2000
 KEY_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
+
+class BankQuerySet(models.QuerySet["Bank"]):
+    def about_user(self, user: AbstractBaseUser) -> Self:
+        """Banks that hold memories about the people this login may open the lens of: their private
+        and global banks, and the shared banks of the scopes they have a private bank in."""
+        own_private_in_scope = Bank.objects.filter(
+            team=OuterRef("team"), kind=Bank.Kind.PRIVATE, scope=OuterRef("scope"), person__user=user
+        )
+        return self.filter(
+            models.Q(person__user=user) | (models.Q(kind=Bank.Kind.SHARED, scope__gt="") & Exists(own_private_in_scope))
+        )
 
 
 class Bank(models.Model):
@@ -49,6 +65,8 @@ class Bank(models.Model):
     last_consolidation_at = models.DateTimeField(null=True, blank=True)
     last_consolidation_outcome = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = BankQuerySet.as_manager()
 
     class Meta:
         ordering = ["team", "bank_id"]
@@ -84,6 +102,10 @@ class NoteQuerySet(models.QuerySet["Note"]):
     def live(self, now: object) -> Self:
         """Notes that still apply: no expiry, or an expiry in the future."""
         return self.filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+
+    def about_user(self, user: AbstractBaseUser) -> Self:
+        """Notes in the banks this login may see in its Memory lens (see BankQuerySet.about_user)."""
+        return self.filter(bank__in=Bank.objects.about_user(user))
 
 
 class Note(models.Model):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import models
 from django.utils import timezone
 from rank_bm25 import BM25Plus
 
@@ -361,6 +362,41 @@ def recall_memories(
     ranked = hybrid_rank(team, candidates, query)
     ranked.hits = ranked.hits[:limit]
     return ranked
+
+
+def recall_for_owner(*, person: Person, query: str, limit: int = 10) -> Ranked:
+    """The Memory lens search: recall_memories as an agent runs it, over everything about the person.
+
+    Recall reads the banks of one scope, so it runs once without a scope and once per scope the
+    person has a private bank in; its context names every ref the person's notes carry, so none of
+    their notes is out of scope. No agent is given, so nothing is muted. BM25 scores of different
+    runs come from different corpora and are only roughly comparable; a note met twice keeps its best.
+    """
+    scopes = list(
+        Bank.objects.filter(team_id=person.team_id, person=person, kind=Bank.Kind.PRIVATE)
+        .order_by("scope")
+        .values_list("scope", flat=True)
+    )
+    banks = Bank.objects.filter(team_id=person.team_id).filter(
+        models.Q(person=person) | models.Q(kind=Bank.Kind.SHARED, scope__in=scopes)
+    )
+    refs: dict[str, set[str]] = {}
+    for note_refs in Note.objects.filter(team_id=person.team_id, bank__in=banks).values_list("scope_refs", flat=True):
+        for ref_type, ids in note_refs.items():
+            refs.setdefault(ref_type, set()).update(ids)
+    context = TurnContext(refs={ref_type: sorted(ids) for ref_type, ids in refs.items()})
+    best: dict[int, Hit] = {}
+    degraded: list[str] = []
+    for scope in ["", *scopes]:
+        ranked = recall_memories(
+            team=person.team, person=person, agent=None, query=query, limit=limit, scope=scope, context=context
+        )
+        degraded.extend(layer for layer in ranked.degraded if layer not in degraded)
+        for hit in ranked.hits:
+            if hit.note.pk not in best or hit.score > best[hit.note.pk].score:
+                best[hit.note.pk] = hit
+    hits = sorted(best.values(), key=lambda hit: (-hit.score, -hit.note.updated_at.timestamp()))
+    return Ranked(hits[:limit], degraded)
 
 
 def snippet(note: Note, matched: set[str]) -> str:

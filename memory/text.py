@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from functools import cache, lru_cache
@@ -228,3 +229,25 @@ def snippet(text: str, matched: set[str], size: int = 160) -> str:
     end = min(len(text), start + size)
     start = max(0, end - size)
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+_DIFF_UNIT = re.compile(r"\s+|\S+")
+
+
+def word_diff(before: str, after: str) -> list[tuple[str, str]]:
+    """The change from before to after as runs of (op, text), op being equal, delete or insert.
+
+    Words and the whitespace between them are the units, so line breaks survive in the runs and a
+    one-word correction shows as one word struck and one inserted. Runs are plain text: whoever
+    renders them escapes them.
+    """
+    old, new = _DIFF_UNIT.findall(before), _DIFF_UNIT.findall(after)
+    runs: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op == "equal":
+            runs.append(("equal", "".join(old[i1:i2])))
+        if op in ("delete", "replace"):
+            runs.append(("delete", "".join(old[i1:i2])))
+        if op in ("insert", "replace"):
+            runs.append(("insert", "".join(new[j1:j2])))
+    return runs

@@ -1,0 +1,42 @@
+"""Forms of the Memory lens. They only shape input; caps and every other rule live in the write path,
+so an over-cap edit reaches edit_note and is refused there (and logged) with its own message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from accounts.models import Agent, Person
+
+
+class NoteEditForm(forms.Form):
+    description = forms.CharField(label="Description", help_text="One line that says what the note is about.")
+    # strip=False: what the person typed is what is saved (or refused), never silently trimmed.
+    content = forms.CharField(label="Content", strip=False, widget=forms.Textarea(attrs={"rows": 8}))
+
+    def clean_content(self) -> str:
+        # Browsers submit textarea line breaks as CRLF; notes store plain newlines, and the cap
+        # counts characters the way every other writer sends them.
+        return self.cleaned_data["content"].replace("\r\n", "\n")
+
+
+class CategoryMuteForm(forms.Form):
+    """Who mutes (one of the signed-in login's people), for which agent of that person's team, what."""
+
+    person = forms.ModelChoiceField(queryset=Person.objects.none())
+    agent = forms.ModelChoiceField(queryset=Agent.objects.none())
+    category = forms.CharField(max_length=64)
+
+    def __init__(self, *args: Any, people: QuerySet[Person], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["person"].queryset = people  # type: ignore[attr-defined]
+        self.fields["agent"].queryset = Agent.objects.filter(team__in=people.values("team"))  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        person, agent = cleaned.get("person"), cleaned.get("agent")
+        if person is not None and agent is not None and agent.team_id != person.team_id:
+            raise forms.ValidationError("That agent is not in this person's team.")
+        return cleaned

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from memory import views
+
+urlpatterns = [
+    path("lens/", views.lens, name="lens"),
+    path("lens/mute", views.category_mute, name="lens-mute"),
+    path("lens/unmute", views.category_unmute, name="lens-unmute"),
+    path("m/<int:note_id>", views.note_detail, name="lens-note"),
+    path("m/<int:note_id>/edit", views.note_edit, name="lens-note-edit"),
+    path("m/<int:note_id>/delete", views.note_delete, name="lens-note-delete"),
+]

@@ -1,0 +1,349 @@
+"""The Memory lens: who sees what, and every change through the write path with the owner as actor."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from memory.models import Bank, Note, NoteVector, Revision
+from memory.queries import build_digest
+from memory.services import append_observation, latch_full, mute_category, remember
+from tests.factories import AgentFactory, PersonFactory
+from tests.fixtures import make_tenant
+from tests.memory.conftest import note_fields
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def user(django_user_model, person):
+    user = django_user_model.objects.create_user("ada-login", password="correct horse battery staple")
+    person.user = user
+    person.save(update_fields=["user"])
+    return user
+
+
+@pytest.fixture
+def lens_client(client, user) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def home_note(tenant, person, actor) -> Note:
+    return remember(team=tenant.team, person=person, actor=actor, **note_fields()).note
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(client, home_note):
+    for url in ["/lens/", f"/m/{home_note.pk}"]:
+        response = client.get(url)
+        assert response.status_code == 302
+        assert response["Location"] == f"/login/?next={url}"
+
+
+def test_login_form_signs_in_and_lands_on_the_lens(client, user):
+    page = client.get("/login/")
+    assert b'<label for="id_username">Username</label>' in page.content
+    response = client.post("/login/", {"username": "ada-login", "password": "correct horse battery staple"})
+    assert response.status_code == 302
+    assert response["Location"] == "/lens/"
+    assert client.get("/lens/").status_code == 200
+
+
+def test_lens_lists_each_bank_about_the_person_by_category_with_count_and_limit(
+    lens_client, tenant, person, actor, home_note
+):
+    remember(
+        team=tenant.team, person=person, actor=actor, scope="project:apollo", category="work",
+        **note_fields(key="deadline", content="Apollo ships in May."),
+    )  # fmt: skip
+    remember(
+        team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared",
+        **note_fields(key="stack", content="Apollo runs on Django."),
+    )  # fmt: skip
+    html = lens_client.get("/lens/").content.decode()
+    for bank_id in ["user:ada:project:apollo", "scope:project:apollo", "user:ada"]:
+        assert f"<code>{bank_id}</code>" in html
+    assert html.count("<strong>1 of 40</strong>") == 3
+    assert "(soft limit; hard limit 64)" in html
+    assert "<h4>work</h4>" in html
+    assert "<h4>No category</h4>" in html
+    assert html.index("user:ada:project:apollo") < html.index("scope:project:apollo") < html.index("user:ada</code>")
+
+
+def test_lens_shows_only_the_banks_of_the_signed_in_users_people(lens_client, tenant, person, actor, home_note):
+    stranger = PersonFactory(team=tenant.team, external_id="grace")
+    remember(team=tenant.team, person=stranger, actor=actor, **note_fields(content="Grace lives in Rome."))
+    # A shared bank of a scope the person has no private bank in is not about them.
+    remember(team=tenant.team, person=stranger, actor=actor, scope="project:zeus", bank="shared", **note_fields())
+    other = make_tenant()
+    twin = PersonFactory(team=other.team, external_id="ada")
+    remember(team=other.team, person=twin, actor=actor, **note_fields(content="Another team's Ada."))
+    html = lens_client.get("/lens/").content.decode()
+    assert "<code>user:ada</code>" in html
+    assert "user:grace" not in html
+    assert "scope:project:zeus" not in html
+    assert html.count("<code>user:ada</code>") == 1
+
+
+def test_lens_explains_a_full_bank_and_its_last_consolidation(lens_client, tenant, person, actor, home_note):
+    bank = home_note.bank
+    Bank.objects.filter(pk=bank.pk).update(
+        last_consolidation_at=timezone.now(), last_consolidation_outcome="merged 3 notes, still over the soft limit"
+    )
+    latch_full(bank=bank, actor=actor, reason="consolidation could not get under the soft limit")
+    html = lens_client.get("/lens/").content.decode()
+    assert '<span class="badge-full">FULL</span>' in html
+    assert "new notes are refused until something is removed; corrections still work" in html
+    assert "Last consolidated" in html
+    assert "merged 3 notes, still over the soft limit" in html
+
+
+def test_lens_lists_refusals_and_evictions_with_actor_and_reason(lens_client, tenant, person, actor, home_note):
+    with pytest.raises(Exception, match="the limit is 2000"):
+        remember(team=tenant.team, person=person, actor=actor, **note_fields(key="essay", content="x" * 2001))
+    html = lens_client.get("/lens/").content.decode()
+    assert "Refused and evicted" in html
+    assert "<code>user:ada:essay</code>" in html
+    assert "content is 2001 characters; the limit is 2000" in html
+    assert f'<span class="muted">({tenant.agent.slug})</span>' in html
+
+
+def test_lens_lists_only_the_newest_removals_per_person(lens_client, tenant, person, actor, mocker):
+    mocker.patch("memory.views.REMOVALS_SHOWN", 2)
+    for n in range(3):
+        with pytest.raises(Exception, match="the limit is 2000"):
+            remember(team=tenant.team, person=person, actor=actor, **note_fields(key=f"essay-{n}", content="x" * 2001))
+    html = lens_client.get("/lens/").content.decode()
+    assert "user:ada:essay-2" in html
+    assert "user:ada:essay-1" in html
+    assert "user:ada:essay-0" not in html
+
+
+def test_lens_query_count_does_not_grow_with_banks_and_notes(
+    lens_client, tenant, person, actor, django_assert_num_queries
+):
+    for scope in ["project:apollo", "project:zeus"]:
+        for bank in ["private", "shared"]:
+            for key in ["one", "two"]:
+                remember(
+                    team=tenant.team, person=person, actor=actor, scope=scope, bank=bank, category=key,
+                    **note_fields(key=key),
+                )  # fmt: skip
+    # session, user, people, banks, notes, agents, mutes, removals
+    with django_assert_num_queries(8):
+        lens_client.get("/lens/")
+
+
+def test_another_persons_note_is_not_found(lens_client, tenant, actor):
+    stranger = PersonFactory(team=tenant.team, external_id="grace")
+    theirs = remember(team=tenant.team, person=stranger, actor=actor, **note_fields()).note
+    other = make_tenant()
+    elsewhere = remember(team=other.team, person=PersonFactory(team=other.team), actor=actor, **note_fields()).note
+    for note in [theirs, elsewhere]:
+        assert lens_client.get(f"/m/{note.pk}").status_code == 404
+        assert lens_client.post(f"/m/{note.pk}/edit", {"description": "x", "content": "y"}).status_code == 404
+        assert lens_client.post(f"/m/{note.pk}/delete").status_code == 404
+    assert Note.objects.filter(pk__in=[theirs.pk, elsewhere.pk]).count() == 2
+
+
+def test_note_page_shows_the_note_and_its_revisions_newest_first_with_a_diff(
+    lens_client, tenant, person, actor, home_note
+):
+    remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Bergen."))
+    html = lens_client.get(f"/m/{home_note.pk}").content.decode()
+    assert '<h1 id="note-key">home-city</h1>' in html
+    assert "Where the person lives" in html
+    assert "Remember tool" in html
+    assert html.index("<strong>Updated</strong>") < html.index("<strong>Created</strong>")
+    assert "Ada lives in <del>Oslo.</del><ins>Bergen.</ins>" in html
+    assert f"by agent <code>{tenant.agent.slug}</code>" in html
+
+
+def test_editing_a_note_goes_through_the_write_path_as_its_owner(lens_client, home_note):
+    response = lens_client.post(
+        f"/m/{home_note.pk}/edit", {"description": "Home town", "content": "Ada lives in Tromsø.\r\nSince 2024."}
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/m/{home_note.pk}"
+    home_note.refresh_from_db()
+    assert (home_note.description, home_note.content) == ("Home town", "Ada lives in Tromsø.\nSince 2024.")
+    revision = Revision.objects.get(note_id=home_note.pk, action="update")
+    assert (revision.actor, revision.actor_ref) == ("owner", "user:ada-login")
+    assert revision.before["content"] == "Ada lives in Oslo."
+
+
+def test_an_over_cap_edit_shows_the_error_keeps_the_text_and_changes_nothing(lens_client, home_note):
+    typed = "y" * 2001
+    response = lens_client.post(f"/m/{home_note.pk}/edit", {"description": "Where the person lives", "content": typed})
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert "content is 2001 characters; the limit is 2000" in html
+    assert f">\n{typed}</textarea>" in html
+    assert '<details class="edit" open>' in html
+    home_note.refresh_from_db()
+    assert home_note.content == "Ada lives in Oslo."
+    assert list(Revision.objects.filter(note_key="home-city").values_list("action", flat=True)) == [
+        "refused",
+        "create",
+    ]
+
+
+def test_deleting_asks_for_confirmation_first(lens_client, home_note):
+    response = lens_client.get(f"/m/{home_note.pk}/delete")
+    assert response.status_code == 200
+    assert b"Delete the note</button>" in response.content
+    assert Note.objects.filter(pk=home_note.pk).exists()
+
+
+def test_deleting_removes_the_note_and_its_vector_and_search_no_longer_finds_it(
+    lens_client, tenant, person, actor, index_inline
+):
+    with index_inline():
+        note = remember(team=tenant.team, person=person, actor=actor, **note_fields()).note
+    assert NoteVector.objects.filter(note_id=note.pk).exists()
+    assert b'href="/m/%d"' % note.pk in lens_client.get("/lens/", {"q": "where does Ada live"}).content
+
+    response = lens_client.post(f"/m/{note.pk}/delete")
+    assert response.status_code == 302
+    assert response["Location"] == "/lens/"
+    assert not Note.objects.filter(pk=note.pk).exists()
+    assert not NoteVector.objects.filter(note_id=note.pk).exists()
+    revision = Revision.objects.get(note_id=note.pk, action="delete")
+    assert (revision.actor, revision.actor_ref) == ("owner", "user:ada-login")
+    found = lens_client.get("/lens/", {"q": "where does Ada live"}).content.decode()
+    assert f'href="/m/{note.pk}"' not in found
+    assert "Recall finds nothing for that." in found
+
+
+def test_lens_search_reaches_every_bank_of_the_person_whatever_its_scope(lens_client, tenant, person, actor):
+    remember(
+        team=tenant.team, person=person, actor=actor, scope="project:apollo",
+        scope_refs={"work_item": ["A"]}, **note_fields(key="launch", content="The launch rehearsal is on Friday."),
+    )  # fmt: skip
+    remember(
+        team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared",
+        **note_fields(key="venue", content="The rehearsal venue is hall B."),
+    )  # fmt: skip
+    html = lens_client.get("/lens/", {"q": "rehearsal"}).content.decode()
+    assert ">launch</a>" in html
+    assert ">venue</a>" in html
+
+
+def test_muting_a_category_hides_it_from_that_agents_digest_and_greys_it_in_the_lens(
+    lens_client, tenant, person, actor
+):
+    append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
+    other_agent = AgentFactory(team=tenant.team)
+    response = lens_client.post("/lens/mute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"})
+    assert response.status_code == 302
+    assert build_digest(team=tenant.team, person=person, agent=tenant.agent).entries == []
+    assert [n.key for n in build_digest(team=tenant.team, person=person, agent=other_agent).entries] == ["food"]
+    html = lens_client.get("/lens/").content.decode()
+    assert '<div class="category is-muted">' in html
+    assert f"muted for {tenant.agent.name}" in html
+    assert ">Unmute</button>" in html
+
+
+def test_unmuting_a_category_restores_it(lens_client, tenant, person, actor):
+    append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
+    mute_category(person=person, agent=tenant.agent, category="food")
+    response = lens_client.post("/lens/unmute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"})
+    assert response.status_code == 302
+    assert [n.key for n in build_digest(team=tenant.team, person=person, agent=tenant.agent).entries] == ["food"]
+    assert "is-muted" not in lens_client.get("/lens/").content.decode()
+
+
+def test_muting_for_another_persons_or_teams_agent_is_not_found(lens_client, tenant, person, actor):
+    stranger = PersonFactory(team=tenant.team)
+    foreign_agent = make_tenant().agent
+    for data in [
+        {"person": stranger.pk, "agent": tenant.agent.pk, "category": "food"},
+        {"person": person.pk, "agent": foreign_agent.pk, "category": "food"},
+    ]:
+        assert lens_client.post("/lens/mute", data).status_code == 404
+    assert not person.mutes.exists()
+    assert not stranger.mutes.exists()
+
+
+def test_script_in_a_note_is_rendered_as_text(lens_client, tenant, person, actor):
+    note = remember(
+        team=tenant.team, person=person, actor=actor,
+        **note_fields(description="<script>alert('d')</script>", content="<script>alert('c')</script>"),
+    ).note  # fmt: skip
+    for url in ["/lens/", f"/m/{note.pk}", "/lens/?q=script+alert"]:
+        html = lens_client.get(url).content.decode()
+        assert "<script>alert" not in html
+        assert "&lt;script&gt;alert(&#x27;d&#x27;)&lt;/script&gt;" in html
+
+
+def test_htmx_search_gets_only_the_results_fragment(lens_client, home_note):
+    response = lens_client.get("/lens/", {"q": "Oslo"}, headers=HTMX)
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="search-results"')
+    assert "<html" not in html
+    assert f'href="/m/{home_note.pk}"' in html
+
+
+def test_an_htmx_history_restore_gets_the_whole_page(lens_client, home_note):
+    response = lens_client.get("/lens/", {"q": "Oslo"}, headers={**HTMX, "HX-History-Restore-Request": "true"})
+    assert b"<html" in response.content
+    assert b'<div id="lens-banks">' in response.content
+
+
+def test_htmx_edit_gets_the_note_card_and_the_history_out_of_band(lens_client, home_note):
+    response = lens_client.post(
+        f"/m/{home_note.pk}/edit", {"description": "Home", "content": "Ada lives in Bergen."}, headers=HTMX
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<article id="note-card"')
+    assert "<html" not in html
+    assert '<section id="revision-list"' in html
+    assert 'hx-swap-oob="true"' in html
+    assert "<del>Oslo.</del><ins>Bergen.</ins>" in html
+
+
+def test_htmx_over_cap_edit_gets_the_card_with_the_error(lens_client, home_note):
+    response = lens_client.post(f"/m/{home_note.pk}/edit", {"description": "Home", "content": "z" * 2001}, headers=HTMX)
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert html.lstrip().startswith('<article id="note-card"')
+    assert "the limit is 2000" in html
+    assert "z" * 2001 in html
+
+
+def test_htmx_mute_gets_the_banks_fragment(lens_client, tenant, person, actor):
+    append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
+    response = lens_client.post(
+        "/lens/mute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"}, headers=HTMX
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="lens-banks">')
+    assert '<div class="category is-muted">' in html
+
+
+def test_htmx_delete_redirects_the_client_to_the_lens(lens_client, home_note):
+    response = lens_client.post(f"/m/{home_note.pk}/delete", headers=HTMX)
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/lens/"
+    assert not Note.objects.filter(pk=home_note.pk).exists()
+
+
+def test_posts_without_a_csrf_token_are_refused(user, home_note):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    response = client.post(f"/m/{home_note.pk}/edit", {"description": "Home", "content": "Injected."})
+    assert response.status_code == 403
+    home_note.refresh_from_db()
+    assert home_note.content == "Ada lives in Oslo."
+    # The token the page puts in <body hx-headers> is what htmx sends back.
+    page = client.get(f"/m/{home_note.pk}").content.decode()
+    token = page.split('"X-CSRFToken": "', 1)[1].split('"', 1)[0]
+    sent = client.post(
+        f"/m/{home_note.pk}/edit", {"description": "Home", "content": "Fixed."}, headers={"X-CSRFToken": token}
+    )
+    assert sent.status_code == 302
