@@ -698,6 +698,8 @@ def edit_note(
         current.content = new_content
         current.description = new_description
         current.updated_at = timezone.now()
+        if actor.kind == Revision.Actor.OWNER:
+            current.source = Note.Source.OWNER  # the person's own words now
         current.save()
         indexing.schedule(current.pk)
         _log(locked_bank, actor, Revision.Action.UPDATE, note=current, before=before, after=current.snapshot())
@@ -815,6 +817,8 @@ def merge_notes(
 
 @transaction.atomic
 def mute_category(*, person: Person, agent: Any, category: str) -> CategoryMute:
+    if agent.team_id != person.team_id:
+        raise NoteNotFound("That agent is not in this person's team.", field="agent")
     normalized = _check_category(category)
     if not normalized:
         raise InvalidNote("category must not be empty.", field="category")

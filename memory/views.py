@@ -28,7 +28,7 @@ from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.queries import Hit, recall_for_owner
-from memory.services import Actor, delete_note, edit_note, mute_category, unmute_category
+from memory.services import Actor, edit_note, erase_note, mute_category, unmute_category
 from memory.text import word_diff
 
 REMOVALS_SHOWN = 50  # refusals and evictions listed per person, newest first
@@ -281,15 +281,16 @@ def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def note_delete(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
-    """GET asks for confirmation; POST deletes the note (and its vector) through the write path."""
+    """GET asks for confirmation; POST erases the note through the write path: the note, its vector
+    and the content of its revisions go; the log keeps who did what, and when."""
     note = _visible_note(request, note_id)
     if request.method == "GET":
         return render(request, "memory/note_confirm_delete.html", {"note": note})
     try:
-        delete_note(note=note, actor=owner_actor(request), reason="deleted by its owner in the Memory lens")
+        erase_note(note=note, actor=owner_actor(request))
     except NoteNotFound as exc:  # deleted meanwhile, by another tab or an agent
         raise Http404(exc.message) from exc
-    messages.success(request, f"Deleted {note.identity}. The revision log keeps the record of it.")
+    messages.success(request, f"Deleted {note.identity}. The log keeps that it was deleted, not what it said.")
     if request.htmx:
         return HttpResponseClientRedirect(reverse("lens"))
     return redirect("lens")

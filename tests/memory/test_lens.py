@@ -214,6 +214,8 @@ def test_deleting_removes_the_note_and_its_vector_and_search_no_longer_finds_it(
     assert not NoteVector.objects.filter(note_id=note.pk).exists()
     revision = Revision.objects.get(note_id=note.pk, action="delete")
     assert (revision.actor, revision.actor_ref) == ("owner", "user:ada-login")
+    # Erasure beats the log: the events stay, what the note said does not.
+    assert all(r.before is None and r.after is None for r in Revision.objects.filter(note_id=note.pk))
     found = lens_client.get("/lens/", {"q": "where does Ada live"}).content.decode()
     assert f'href="/m/{note.pk}"' not in found
     assert "Recall finds nothing for that." in found

@@ -6,7 +6,7 @@ import pytest
 
 from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong, UnknownOntologyId
 from memory.models import Bank, Note, OntologyNode, Revision
-from memory.services import append_observation, edit_note, forget, remember
+from memory.services import Actor, append_observation, edit_note, forget, remember
 from memory.text import normalize_key
 from tests.memory.conftest import note_fields
 
@@ -257,3 +257,16 @@ def test_daily_notes_continue_in_a_numbered_sibling_when_full(tenant, person, ac
     refused = Revision.objects.get(action="refused")
     assert refused.note_key == "daily-2026-11-30"
     assert "the limit is 2000" in refused.reason
+
+
+def test_an_owner_edit_makes_the_note_the_owners(tenant, person, actor):
+    note = remember(team=tenant.team, person=person, actor=actor, **note_fields()).note
+    edit_note(note=note, actor=Actor("owner", "user:ada"), mode="replace", content="Ada lives in Tromsø.")
+    assert Note.objects.get().source == "owner"
+
+
+def test_a_mute_cannot_name_another_teams_agent(tenant, other_tenant, person):
+    from memory.services import mute_category
+
+    with pytest.raises(NoteNotFound):
+        mute_category(person=person, agent=other_tenant.agent, category="health")
