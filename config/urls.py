@@ -9,6 +9,7 @@ from accounts.api import PersonDetailApi, PersonRegisterApi, WhoAmIApi
 from config import views
 from config.errors import json_error_response
 from config.health import healthz
+from curator import views as demo_views
 
 api_v1 = [
     path("me", WhoAmIApi.as_view(), name="whoami"),
@@ -23,6 +24,9 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("memory.lens_urls")),
+    path("demo/", demo_views.demo_page, name="demo"),
+    path("demo/say", demo_views.demo_say, name="demo-say"),
+    path("demo/new", demo_views.demo_new_conversation, name="demo-new"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

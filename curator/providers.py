@@ -169,6 +169,18 @@ class OpenAIProvider:
     def curate(self, request: CurationRequest) -> tuple[CuratorPlan, Usage]:
         return self._ask(CURATE_SYSTEM, curate_prompt(request), CuratorPlan)
 
+    def reply(self, system: str, messages: list[dict[str, str]]) -> str:
+        """A plain chat reply (the demo's second model call), given exactly what the composer chose."""
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model, messages=[{"role": "system", "content": system}, *messages]
+            )
+        except openai.OpenAIError as exc:
+            raise ProviderError(f"the LLM endpoint failed to reply ({exc.__class__.__name__})") from exc
+        return (response.choices[0].message.content or "").strip() if response.choices else ""
+
     def consolidate(self, request: ConsolidationRequest) -> tuple[ConsolidationPlan, Usage]:
         return self._ask(CONSOLIDATE_SYSTEM, consolidate_prompt(request), ConsolidationPlan)
 

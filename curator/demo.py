@@ -1,0 +1,120 @@
+"""The demo (seed 001): a coach whose memory of you is a bounded bank of eight facts.
+
+Each message costs two model calls: the curator decides what is worth keeping out of what was
+just said, then the reply is written from the surviving memories and nothing else (the
+`memory_only` composition). With no LLM configured, the page shows what the model would have
+been given instead of a reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from accounts.demo import DEMO_AGENT, DEMO_TEAM, ensure_demo
+from accounts.models import Agent, Person
+from accounts.services import get_or_create_person
+from conversations.composer import Composition, compose
+from conversations.models import Conversation, Message
+from conversations.services import conversation_for, end_conversation, record_message, start_conversation
+from curator.providers import ProviderError, get_provider
+from curator.services import curate_conversation
+from memory.models import Bank, Note, Revision
+from memory.services import Actor, get_or_create_bank, update_bank_settings
+
+CAPACITY = 8
+
+
+@dataclass
+class DemoState:
+    person: Person
+    agent: Agent
+    bank: Bank
+    conversation: Conversation
+    notes: list[Note]
+    messages: list[Message]
+    events: list[Revision] = field(default_factory=list)
+    composition: Composition | None = None
+    llm_configured: bool = False
+    error: str = ""
+
+
+def _demo_agent() -> Agent:
+    agent = Agent.objects.select_related("team").filter(team__slug=DEMO_TEAM, slug=DEMO_AGENT).first()
+    return agent or ensure_demo().agent
+
+
+def _bank(person: Person) -> Bank:
+    bank = get_or_create_bank(team=person.team, person=person, scope="", kind=Bank.Kind.GLOBAL)
+    if bank.policy != Bank.Policy.BOUNDED or bank.capacity != CAPACITY:
+        bank = update_bank_settings(
+            bank=bank, actor=Actor(Revision.Actor.ADMIN, "demo"), changes={"policy": "bounded", "capacity": CAPACITY}
+        )
+    return bank
+
+
+def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
+    agent = _demo_agent()
+    person = get_or_create_person(team=agent.team, external_id=f"demo-{visitor}")
+    bank = _bank(person)
+    conversation = conversation or conversation_for(team=agent.team, agent=agent, person=person, conversation_id=None)
+    return DemoState(
+        person=person,
+        agent=agent,
+        bank=bank,
+        conversation=conversation,
+        notes=list(Note.objects.filter(team=agent.team, bank=bank).order_by("created_at")),
+        messages=list(conversation.messages.order_by("order")),
+        llm_configured=settings.LLM_PROVIDER != "rules",
+    )
+
+
+def say(visitor: str, text: str) -> DemoState:
+    """Record what was said, let the curator keep what matters, then reply from memory alone."""
+    current = state(visitor)
+    last_revision = (
+        Revision.objects.filter(team=current.agent.team).order_by("-id").values_list("id", flat=True).first() or 0
+    )
+    with transaction.atomic():
+        message = record_message(conversation=current.conversation, role=Message.Role.USER, content=text)
+    error = ""
+    try:
+        curate_conversation(conversation_id=current.conversation.pk)
+    except ProviderError as exc:
+        error = f"The memory step failed this time: {exc}"
+    composition = compose(
+        team=current.agent.team,
+        agent=current.agent,
+        person=current.person,
+        conversation=current.conversation,
+        message=message,
+        profile="memory_only",
+    )
+    if current.llm_configured and not error:
+        provider = get_provider()
+        system = "\n\n".join(block.text for block in composition.blocks if block.layer != "last_exchange")
+        try:
+            reply = provider.reply(system, composition.messages)  # type: ignore[attr-defined]
+        except ProviderError as exc:
+            error = f"The reply failed this time: {exc}"
+        else:
+            with transaction.atomic():
+                record_message(conversation=current.conversation, role=Message.Role.ASSISTANT, content=reply or "…")
+    after = state(visitor, current.conversation)
+    after.events = list(
+        Revision.objects.filter(
+            team=current.agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
+        ).order_by("id")
+    )
+    after.composition = composition
+    after.error = error
+    return after
+
+
+def new_conversation(visitor: str) -> DemoState:
+    current = state(visitor)
+    end_conversation(conversation=current.conversation)
+    fresh = start_conversation(team=current.agent.team, agent=current.agent, person=current.person)
+    return state(visitor, fresh)
