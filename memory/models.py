@@ -13,7 +13,7 @@ from django.db.models import Exists, OuterRef
 from django.db.models.functions import Length
 from pgvector.django import VectorField
 
-from accounts.models import Agent, Person, Team
+from accounts.models import Agent, Membership, Person, Team
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -34,8 +34,12 @@ class BankQuerySet(models.QuerySet["Bank"]):
         own_private_in_scope = Bank.objects.filter(
             team=OuterRef("team"), kind=Bank.Kind.PRIVATE, scope=OuterRef("scope"), person__user=user
         )
+        # Team admins see every bank of their team.
+        admin_of = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).values("team")
         return self.filter(
-            models.Q(person__user=user) | (models.Q(kind=Bank.Kind.SHARED, scope__gt="") & Exists(own_private_in_scope))
+            models.Q(person__user=user)
+            | (models.Q(kind=Bank.Kind.SHARED, scope__gt="") & Exists(own_private_in_scope))
+            | models.Q(team__in=admin_of)
         )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet, Window
+from django.db.models import Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,12 +22,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from accounts.models import Agent, Person
+from accounts.models import Agent, Membership, Person
 from config.exceptions import DomainError
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
-from memory.queries import Hit, recall_for_owner
+from memory.queries import Digest, Hit, build_digest, recall_for_owner
 from memory.services import Actor, edit_note, erase_note, mute_category, unmute_category
 from memory.text import word_diff
 
@@ -44,7 +44,9 @@ def owner_actor(request: HttpRequest) -> Actor:
 
 
 def people_of(request: HttpRequest) -> QuerySet[Person]:
-    return Person.objects.filter(user=request.user)
+    """The people this login may open the lens of: their own, and everyone in teams they administer."""
+    admin_of = Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values("team")
+    return Person.objects.filter(Q(user=request.user) | Q(team__in=admin_of))
 
 
 # --- the lens ---------------------------------------------------------------------------------
@@ -71,6 +73,7 @@ class PersonLens:
     agents: list[Agent]
     banks: list[BankSummary] = field(default_factory=list)
     removals: list[Revision] = field(default_factory=list)
+    digests: list[tuple[Agent, Digest]] = field(default_factory=list)
 
 
 def _bank_order(bank: Bank) -> tuple[int, str]:
@@ -129,6 +132,11 @@ def build_lens(request: HttpRequest) -> list[PersonLens]:
     by_person = {lens.person.pk: lens for lens in lenses}
     for revision in removals:
         by_person[revision.person_id].removals.append(revision)
+    for lens in lenses:
+        # What each agent's turns start with (outside any scope): the person sees a mute take effect.
+        lens.digests = [
+            (agent, build_digest(team=lens.person.team, person=lens.person, agent=agent)) for agent in lens.agents
+        ]
     return lenses
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _hashing_embedder(settings: object) -> None:
     """Tests embed with the deterministic hashing embedder unless a test asks for another."""
     settings.EMBEDDER = "hashing"  # type: ignore[attr-defined]
+
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+@pytest.fixture
+def artifact(request: pytest.FixtureRequest):
+    """A path under tests/artifacts/ (ignored by git) for this test's screenshots."""
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def path(name: str) -> str:
+        return str(ARTIFACTS / f"{request.node.name}-{name}.png")
+
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ def log_in(page: Page, base_url: str) -> None:
     page.wait_for_url("**/lens/")
 
 
-def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server, owner: Owner):
+def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server, owner: Owner, artifact):
     log_in(page, live_server.url)
     expect(page.get_by_role("heading", name="Memory lens")).to_be_visible()
     expect(page.get_by_text("2 of 40")).to_be_visible()
@@ -65,6 +65,7 @@ def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server
     expect(page.locator("#revision-list del").first).to_have_text("Oslo.")
     assert page.evaluate("window.stillTheSamePage") is True  # swapped by htmx, not reloaded
 
+    page.screenshot(path=artifact("edited"), full_page=True)
     page.get_by_text("Edit this note").click()
     page.get_by_label("Content").fill("x" * 2001)
     page.get_by_role("button", name="Save").click()
@@ -73,6 +74,7 @@ def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server
     assert len(page.get_by_label("Content").input_value()) == 2001
     expect(page.locator("#note-card .content")).to_have_text("Ada lives in Bergen.")
     assert page.evaluate("window.stillTheSamePage") is True
+    page.screenshot(path=artifact("refused"), full_page=True)
 
     page.get_by_role("link", name="Delete this note…").click()
     page.wait_for_url(f"**/m/{owner.home.pk}/delete")
@@ -83,8 +85,13 @@ def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server
     expect(page.get_by_role("link", name="home-city")).to_have_count(0)
     assert not Note.objects.filter(pk=owner.home.pk).exists()
 
+    page.get_by_label("Search your memories").fill("where does Ada live in Bergen")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#search-results")).to_contain_text("Recall finds nothing for that.")
+    page.screenshot(path=artifact("deleted"), full_page=True)
 
-def test_owner_searches_and_mutes_a_category(page: Page, live_server, owner: Owner):
+
+def test_owner_searches_and_mutes_a_category(page: Page, live_server, owner: Owner, artifact):
     log_in(page, live_server.url)
     page.evaluate("window.stillTheSamePage = true")
 
@@ -103,8 +110,15 @@ def test_owner_searches_and_mutes_a_category(page: Page, live_server, owner: Own
     assert page.evaluate("window.stillTheSamePage") is True
     assert owner.person.mutes.filter(agent=owner.agent, category="food").exists()
 
-    page.screenshot(path="/tmp/lens.png", full_page=True)
+    digest = page.locator(f"#digest-{owner.person.pk}-{owner.agent.pk}")
+    page.get_by_text("What each agent is reminded of").click()
+    expect(digest).not_to_contain_text("food")  # the mute took the category out of Coach's digest
+    expect(digest).to_contain_text("home-city")
+    page.screenshot(path=artifact("muted"), full_page=True)
 
     food.get_by_role("button", name="Unmute").click()
     expect(page.locator(".category.is-muted")).to_have_count(0)
     assert not owner.person.mutes.exists()
+    page.get_by_text("What each agent is reminded of").click()
+    expect(digest).to_contain_text("food")
+    page.screenshot(path=artifact("unmuted"), full_page=True)
