@@ -16,6 +16,8 @@ app.conf.beat_schedule = {
     "expire-notes": {"task": "memory.tasks.expire_due_notes", "schedule": 300.0},
     # Every five minutes: embed notes whose vector is missing, stale or of another model.
     "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
+    # Every five minutes: embed messages with no vector of the current model (the search's meaning half).
+    "reconcile-message-index": {"task": "conversations.tasks.reconcile_message_index", "schedule": 300.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
 }

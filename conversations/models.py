@@ -7,6 +7,7 @@ from typing import Self
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
 
@@ -76,6 +77,33 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} #{self.order}: {self.content[:40]}"
+
+
+class MessageVector(models.Model):
+    """A message's embedding under one model, for the meaning half of the conversation search.
+
+    Mirrors memory.NoteVector: the column has no fixed width, and reads always filter on
+    namespace, model and width, so vectors of different models never mix.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="vectors")
+    namespace = models.CharField(max_length=64, help_text="The tenant the vector belongs to (team:<id>).")
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "message", "model"], name="messagevector_one_per_message_and_model"
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "namespace", "model", "dim"], name="messagevector_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} @ {self.model}"
 
 
 class Turn(models.Model):

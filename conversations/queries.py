@@ -1,16 +1,22 @@
-"""Reads over the chat of record: recent messages and ranked full-text search."""
+"""Reads over the chat of record: recent messages and ranked search (words and meaning)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import F, QuerySet
+from django.conf import settings
+from django.db import connection
+from django.db.models import QuerySet
+from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, MessageVector
+from memory.embedders import get_embedder
+from memory.indexing import namespace_for
 from memory.text import STOP_WORDS, real_word_count, words
+from memory.vectors import embed_query
 
 _LEXEME = re.compile(r"^[a-z0-9]+$")
 
@@ -24,24 +30,169 @@ def meaningful_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def or_query(text: str) -> SearchQuery | None:
-    """Any meaningful word may match. websearch/plainto_tsquery AND every word together, which
-    finds nothing for most natural questions; ts_rank_cd then rewards messages that match more
-    of the words, closer together."""
-    terms = meaningful_terms(text)
-    if not terms:
-        return None
-    return SearchQuery(" | ".join(terms), search_type="raw", config="english")
-
-
 def messages_between(agent: Agent, person: Person) -> QuerySet[Message]:
     return Message.objects.filter(team_id=agent.team_id, conversation__agent=agent, conversation__person=person)
+
+
+# How much of each neighbouring message's score a message is given (the one before it and the
+# one after it in its conversation). A reply means little alone ("Yes, last Tuesday!"): what it
+# answers is what a later question asks about.
+NEIGHBOUR_SHARE = 0.5
+# At most this many candidates are read from each half (words, meaning) before they are combined.
+CANDIDATES = 500
+
+# Every message of this agent with this person that shares a meaningful word with the query,
+# scored by the summed inverse document frequency (over this pair's messages) of the distinct
+# lexemes it contains: BM25 with binary term frequency and no length normalisation. A name said
+# in every other message counts for little; a rare word for much. (ts_rank_cd weighs every word
+# alike, so "Caroline" in a greeting scored like the one word that mattered.)
+_KEYWORD_SQL = """
+WITH pair AS (
+    SELECT count(*) AS n
+    FROM conversations_message m
+    JOIN conversations_conversation c ON c.id = m.conversation_id
+    WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+),
+matched AS MATERIALIZED (
+    SELECT m.id, m.conversation_id, m."order", m.created_at, m.search
+    FROM conversations_message m
+    JOIN conversations_conversation c ON c.id = m.conversation_id
+    WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+      AND m.search @@ to_tsquery('english', %(any)s)
+),
+terms AS (
+    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector('english', %(words)s))
+),
+weights AS MATERIALIZED (
+    SELECT t.term, ln(1 + (pair.n - count(x.id) + 0.5) / (count(x.id) + 0.5)) AS idf
+    FROM terms t CROSS JOIN pair LEFT JOIN matched x ON x.search @@ t.term
+    GROUP BY t.term, pair.n
+)
+SELECT x.id, x.conversation_id, x."order", x.created_at, sum(w.idf) AS score
+FROM matched x JOIN weights w ON x.search @@ w.term
+GROUP BY x.id, x.conversation_id, x."order", x.created_at
+ORDER BY score DESC, x.created_at DESC, x.id DESC
+LIMIT %(limit)s
+"""
 
 
 @dataclass
 class MessageHit:
     message: Message
     score: float
+
+
+@dataclass
+class _Candidate:
+    conversation_id: int
+    order: int
+    created_at: datetime
+    own: float = 0.0
+
+
+def _keyword_matches(agent: Agent, person: Person, terms: list[str]) -> list[tuple[int, int, int, datetime, float]]:
+    params = {
+        "team": agent.team_id,
+        "agent": agent.pk,
+        "person": person.pk,
+        "any": " | ".join(terms),
+        "words": " ".join(terms),
+        "limit": CANDIDATES,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_KEYWORD_SQL, params)
+        return [(pk, conversation_id, order, at, float(score)) for pk, conversation_id, order, at, score in cursor]
+
+
+def _similar_messages(
+    agent: Agent, person: Person, query: str
+) -> tuple[list[tuple[int, int, int, datetime, float]], str]:
+    """Messages close in meaning to the query (cosine similarity above VECTOR_FLOOR), closest first.
+
+    Only vectors of this team's namespace, the current model and width count. Returns why
+    vectors could not be used when they could not (the embedder is down).
+    """
+    embedder = get_embedder()
+    if embedder is None:
+        return [], ""
+    vector, degraded = embed_query(query)
+    if vector is None:
+        return [], degraded
+    rows = (
+        MessageVector.objects.filter(
+            team_id=agent.team_id,
+            namespace=namespace_for(agent.team_id),
+            model=embedder.model,
+            dim=embedder.dim,
+            message__team_id=agent.team_id,
+            message__conversation__agent=agent,
+            message__conversation__person=person,
+        )
+        .annotate(distance=CosineDistance("embedding", vector.tolist()))
+        .filter(distance__lt=1.0 - settings.VECTOR_FLOOR)
+        .order_by("distance", "-message_id")
+        .values_list("message_id", "message__conversation_id", "message__order", "message__created_at", "distance")[
+            :CANDIDATES
+        ]
+    )
+    return [(pk, conversation_id, order, at, 1.0 - float(d)) for pk, conversation_id, order, at, d in rows], ""
+
+
+@dataclass
+class MessageSearch:
+    hits: list[MessageHit]
+    degraded: str = ""  # why the meaning half could not be used this time, when it could not
+
+
+def rank_messages(
+    *,
+    agent: Agent,
+    person: Person,
+    query: str,
+    limit: int = 5,
+    exclude_ids: set[int] | None = None,
+) -> MessageSearch:
+    """Search this agent's conversations with this person, and no others, by words and by meaning.
+
+    Each candidate (a message sharing a meaningful word with the query, or close to it in
+    meaning) scores its keyword score over the best one's, plus its similarity above
+    VECTOR_FLOOR scaled to 0..1. Then every candidate is given NEIGHBOUR_SHARE of the scores of
+    the candidates just before and after it in its conversation. When the embedder is down the
+    words alone answer, and the result says so.
+    """
+    terms = meaningful_terms(query)
+    if not terms:
+        return MessageSearch([])
+    keyword = _keyword_matches(agent, person, terms)
+    similar, degraded = _similar_messages(agent, person, query)
+
+    candidates: dict[int, _Candidate] = {}
+    best = max((row[4] for row in keyword), default=0.0)
+    for pk, conversation_id, order, at, score in keyword:
+        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at))
+        candidate.own += score / best if best > 0 else 0.0
+    floor = settings.VECTOR_FLOOR
+    for pk, conversation_id, order, at, similarity in similar:
+        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at))
+        candidate.own += (similarity - floor) / (1.0 - floor)
+
+    own = {(c.conversation_id, c.order): c.own for c in candidates.values()}
+
+    def total(c: _Candidate) -> float:
+        before = own.get((c.conversation_id, c.order - 1), 0.0)
+        after = own.get((c.conversation_id, c.order + 1), 0.0)
+        return c.own + NEIGHBOUR_SHARE * (before + after)
+
+    totals = {pk: total(c) for pk, c in candidates.items()}
+
+    excluded = exclude_ids or set()
+    ranked = sorted(
+        (pk for pk in totals if pk not in excluded),
+        key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk),
+    )[:limit]
+    messages = Message.objects.select_related("conversation").in_bulk(ranked)
+    hits = [MessageHit(message=messages[pk], score=totals[pk]) for pk in ranked if pk in messages]
+    return MessageSearch(hits, degraded)
 
 
 def search_messages(
@@ -52,19 +203,8 @@ def search_messages(
     limit: int = 5,
     exclude_ids: set[int] | None = None,
 ) -> list[MessageHit]:
-    """Ranked full-text search over this agent's conversations with this person, and no others."""
-    tsquery = or_query(query)
-    if tsquery is None:
-        return []
-    rows = (
-        messages_between(agent, person)
-        .filter(search=tsquery)
-        .exclude(pk__in=exclude_ids or ())
-        .annotate(score=SearchRank(F("search"), tsquery, cover_density=True))
-        .select_related("conversation")
-        .order_by("-score", "-created_at", "-pk")[:limit]
-    )
-    return [MessageHit(message=row, score=float(row.score)) for row in rows]
+    """The ranked hits of rank_messages (what the passages layer and the search_conversation tool use)."""
+    return rank_messages(agent=agent, person=person, query=query, limit=limit, exclude_ids=exclude_ids).hits
 
 
 def worth_searching(message: str) -> bool:

@@ -1,0 +1,244 @@
+"""The conversation search: message vectors written after commit, the reconciler, words and
+meaning together, neighbouring messages, the embedder being down, and isolation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conversations.indexing import index_messages, reconcile, stale_messages
+from conversations.models import MessageVector
+from conversations.queries import rank_messages, search_messages
+from conversations.services import delete_message, record_message, start_conversation
+from memory.indexing import namespace_for
+from tests.conversations.conftest import chat
+from tests.factories import AgentFactory, PersonFactory
+from tests.memory.embedding_server import Behaviour, embedding_server
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def index_inline(mocker, django_capture_on_commit_callbacks):
+    """Run record_message's after-commit indexing inline, as the worker would."""
+    import logging
+
+    from memory.embedders import EmbeddingUnavailable
+
+    def run_inline(message_ids):
+        try:
+            index_messages(message_ids)
+        except EmbeddingUnavailable as exc:
+            logging.getLogger(__name__).warning("inline indexing failed: %s", exc)
+
+    mocker.patch("conversations.indexing.dispatch", side_effect=run_inline)
+
+    def capture():
+        return django_capture_on_commit_callbacks(execute=True)
+
+    return capture
+
+
+def say(conversation, content, role="user"):
+    return record_message(conversation=conversation, role=role, content=content)
+
+
+def texts(hits):
+    return [hit.message.content for hit in hits]
+
+
+def test_a_recorded_message_is_embedded_after_commit(tenant, conversation, index_inline):
+    with index_inline() as callbacks:
+        message = say(conversation, "Ada adopted a cat named Miso")
+        assert not MessageVector.objects.exists()  # nothing is embedded inside the transaction
+    assert len(callbacks) == 1
+    vector = MessageVector.objects.get(message=message)
+    assert (vector.team_id, vector.namespace, vector.model, vector.dim) == (
+        tenant.team.pk,
+        namespace_for(tenant.team.pk),
+        "hashing-v1-256",
+        256,
+    )
+    assert np.isclose(np.linalg.norm(np.array(vector.embedding, dtype=np.float32)), 1.0)
+    assert not stale_messages().exists()
+
+
+def test_no_indexing_is_scheduled_without_an_embedder(conversation, settings, django_capture_on_commit_callbacks):
+    settings.EMBEDDER = "none"
+    with django_capture_on_commit_callbacks() as callbacks:
+        say(conversation, "Nothing to embed with")
+    assert callbacks == []
+
+
+def test_a_deleted_message_takes_its_vector_and_leaves_every_search(tenant, person, conversation, index_inline):
+    with index_inline():
+        doomed = say(conversation, "My passport number is K1234")
+        say(conversation, "The weather in Oslo is grey", role="assistant")
+    assert MessageVector.objects.filter(message=doomed).exists()
+    assert texts(search_messages(agent=tenant.agent, person=person, query="passport number K1234"))
+    doomed_id = doomed.pk
+    delete_message(message=doomed)
+    assert not MessageVector.objects.filter(message_id=doomed_id).exists()
+    assert search_messages(agent=tenant.agent, person=person, query="passport number K1234") == []
+    assert index_messages([doomed_id]) == 0  # a late task for a deleted message writes nothing
+    assert not MessageVector.objects.filter(message_id=doomed_id).exists()
+
+
+def test_index_messages_is_safe_to_run_twice(conversation):
+    message = say(conversation, "Ada lives in Oslo")
+    assert index_messages([message.pk]) == 1
+    assert index_messages([message.pk]) == 0
+    assert MessageVector.objects.count() == 1
+
+
+def test_the_reconciler_and_reindex_embed_messages_left_without_vectors(conversation, settings, capsys):
+    from django.core.management import call_command
+
+    settings.EMBEDDER = "none"
+    for i in range(3):
+        say(conversation, f"message number {i}")
+    settings.EMBEDDER = "hashing"
+    assert stale_messages().count() == 3
+    assert reconcile(batch_size=2).indexed == 3
+    assert not stale_messages().exists()
+
+    settings.EMBEDDING_DIM = 64  # a model change: every message is stale again
+    assert stale_messages().count() == 3
+    call_command("reindex", "--batch-size", "2")
+    out = capsys.readouterr().out
+    assert "3 message(s) to index with hashing-v1-64" in out
+    assert "Indexed 3 message(s)." in out
+    assert set(MessageVector.objects.values_list("model", flat=True)) == {"hashing-v1-64"}  # old model dropped
+
+
+def test_a_vector_of_another_model_or_namespace_is_invisible(tenant, person, conversation, index_inline, mocker):
+    with index_inline():
+        message = say(conversation, "We talked about the weather")
+    stored = np.array(MessageVector.objects.get(message=message).embedding, dtype=np.float32)
+    mocker.patch("conversations.queries.embed_query", return_value=(stored, ""))
+    query = "anything at all in other words"  # shares no word: only the vector can find it
+    assert texts(search_messages(agent=tenant.agent, person=person, query=query)) == [message.content]
+    MessageVector.objects.update(model="another-model")
+    assert search_messages(agent=tenant.agent, person=person, query=query) == []
+    MessageVector.objects.update(model="hashing-v1-256", namespace="team:999999")
+    assert search_messages(agent=tenant.agent, person=person, query=query) == []
+
+
+def test_meaning_finds_a_message_that_shares_no_word_and_the_floor_keeps_weak_ones_out(
+    tenant, person, conversation, index_inline, mocker, settings
+):
+    with index_inline():
+        close = say(conversation, "Severe reaction to peanuts")
+        far = say(conversation, "The train was late again", role="assistant")
+    close_vector = np.array(MessageVector.objects.get(message=close).embedding, dtype=np.float32)
+    far_vector = np.array(MessageVector.objects.get(message=far).embedding, dtype=np.float32)
+    # A query vector at cosine 0.8 from `close` whose other part is orthogonal to both messages.
+    other = np.random.default_rng(7).normal(size=close_vector.shape).astype(np.float32)
+    for basis in (close_vector, far_vector - close_vector * float(far_vector @ close_vector)):
+        basis = basis / np.linalg.norm(basis)
+        other -= basis * float(other @ basis)
+    other /= np.linalg.norm(other)
+    query_vector = 0.8 * close_vector + 0.6 * other
+    assert float(query_vector @ far_vector) < settings.VECTOR_FLOOR
+    mocker.patch("conversations.queries.embed_query", return_value=(query_vector, ""))
+    found = search_messages(agent=tenant.agent, person=person, query="is there anything I am unable to eat?")
+    assert texts(found) == ["Severe reaction to peanuts"]  # `far` is below VECTOR_FLOOR
+    assert found[0].score == pytest.approx((0.8 - settings.VECTOR_FLOOR) / (1 - settings.VECTOR_FLOOR), abs=1e-3)
+
+
+def test_rare_words_outweigh_common_ones(tenant, person, conversation):
+    chat(
+        conversation,
+        [
+            ("Hey Caroline, how are you?", "Hi Caroline! Good to see you, Caroline"),
+            ("Caroline, Caroline, are you up?", "I went to the pottery class yesterday"),
+            ("Caroline here again", "Morning Caroline"),
+        ],
+    )
+    # ts_rank_cd weighs every word alike (two Carolines beat one pottery); the rarer word wins here.
+    hits = search_messages(agent=tenant.agent, person=person, query="When did Caroline go to pottery?")
+    assert texts(hits)[0] == "I went to the pottery class yesterday"
+
+
+def test_a_message_is_given_a_share_of_its_neighbours_but_never_found_by_them_alone(tenant, person, conversation):
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(other, [("My hiking boots need a repair", "Try the shop on the corner")])
+    chat(
+        conversation,
+        [
+            ("Did you go hiking last weekend?", "Yes, we climbed Rainier."),
+            ("Nice, how was the view from the summit?", "Clear all the way to the coast."),
+        ],
+    )
+    hits = search_messages(agent=tenant.agent, person=person, query="hiking on Rainier", limit=10)
+    # The question that led to Rainier outranks the other message about hiking; messages that
+    # share no word (and, with this embedder, no meaning) with the query are never returned.
+    assert texts(hits) == [
+        "Yes, we climbed Rainier.",
+        "Did you go hiking last weekend?",
+        "My hiking boots need a repair",
+    ]
+
+
+def test_exclusions_and_limit_apply_after_ranking(tenant, person, conversation):
+    recorded = chat(conversation, [("Pottery on Monday", "Pottery again on Tuesday"), ("More pottery", "Pottery!")])
+    hits = search_messages(agent=tenant.agent, person=person, query="pottery", limit=2, exclude_ids={recorded[0].pk})
+    assert len(hits) == 2
+    assert recorded[0].pk not in {hit.message.pk for hit in hits}
+
+
+def test_when_the_embedder_is_down_words_still_answer_and_the_search_says_so(
+    tenant, person, conversation, index_inline, settings
+):
+    behaviour = Behaviour(mode="ok", dim=16)
+    with embedding_server(behaviour) as url:
+        settings.EMBEDDER = "openai"
+        settings.EMBEDDING_BASE_URL = url
+        settings.EMBEDDING_MODEL = "fake-embed"
+        settings.EMBEDDING_DIM = 16
+        with index_inline():
+            say(conversation, "Ada lives in Oslo")
+            say(conversation, "The weather is grey", role="assistant")
+        assert MessageVector.objects.count() == 2
+        assert rank_messages(agent=tenant.agent, person=person, query="Where is Oslo?").degraded == ""
+
+        behaviour.mode = "500"
+        found = rank_messages(agent=tenant.agent, person=person, query="Where is Oslo?")
+        assert texts(found.hits) == ["Ada lives in Oslo"]
+        assert "embedder unavailable" in found.degraded
+        assert texts(search_messages(agent=tenant.agent, person=person, query="Where is Oslo?")) == [
+            "Ada lives in Oslo"
+        ]
+        with index_inline():  # a message written while it is down is recorded all the same
+            later = say(conversation, "Ada moved to Bergen")
+        assert list(stale_messages()) == [later]
+        behaviour.mode = "ok"
+        assert reconcile().indexed == 1
+
+
+def test_vectors_never_reach_another_agent_person_or_team(
+    tenant, other_tenant, person, conversation, index_inline, mocker
+):
+    words = "Our secret island is Utvaer"  # the same words, so the same vector, in every conversation
+    bob = PersonFactory(team=tenant.team, external_id="bob")
+    second_agent = AgentFactory(team=tenant.team)
+    foreign_person = PersonFactory(team=other_tenant.team, external_id="ada")
+    with index_inline():
+        own = say(conversation, words)
+        bobs = say(start_conversation(team=tenant.team, agent=tenant.agent, person=bob), words)
+        agents = say(start_conversation(team=tenant.team, agent=second_agent, person=person), words)
+        foreign = say(
+            start_conversation(team=other_tenant.team, agent=other_tenant.agent, person=foreign_person), words
+        )
+    assert MessageVector.objects.count() == 4
+    stored = np.array(MessageVector.objects.get(message=own).embedding, dtype=np.float32)
+    mocker.patch("conversations.queries.embed_query", return_value=(stored, ""))
+
+    def found(agent, who, query):
+        return [hit.message.pk for hit in search_messages(agent=agent, person=who, query=query, limit=10)]
+
+    for query in ("secret island Utvaer", "nothing in common here"):  # words and meaning, then meaning alone
+        assert found(tenant.agent, person, query) == [own.pk]
+        assert found(tenant.agent, bob, query) == [bobs.pk]
+        assert found(second_agent, person, query) == [agents.pk]
+        assert found(other_tenant.agent, foreign_person, query) == [foreign.pk]
