@@ -239,6 +239,7 @@ LOGGING = {
     "loggers": {
         "pgserver": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},  # one INFO line per request otherwise
+        "mcp": {"level": "WARNING"},  # the MCP SDK logs every request it processes at INFO
         "django.db.backends": {"level": "INFO"},
     },
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Count, QuerySet
@@ -11,8 +12,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from pydantic import ValidationError as PydanticValidationError
 from rest_framework import exceptions, serializers
 from rest_framework.generics import ListAPIView
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.models import Person
@@ -39,16 +42,63 @@ def parse_args(tool: Tool, data: Any) -> Any:
         raise exceptions.ValidationError({location: [first["msg"]]}) from None
 
 
+def _openai_tool(tool: Tool) -> dict[str, Any]:
+    return {"type": "function", "function": tool.json_schema()}
+
+
+def _anthropic_tool(tool: Tool) -> dict[str, Any]:
+    schema = tool.json_schema()
+    return {"name": schema["name"], "description": schema["description"], "input_schema": schema["parameters"]}
+
+
+TOOL_FORMATS: dict[str, Callable[[Tool], dict[str, Any]]] = {
+    "mnemo": Tool.json_schema,
+    "openai": _openai_tool,
+    "anthropic": _anthropic_tool,
+}
+
+
+class _SettingsWithoutFormatOverride:
+    URL_FORMAT_OVERRIDE = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(api_settings, name)
+
+
+class ToolListNegotiation(DefaultContentNegotiation):
+    """On the tool list, ?format= names the schema style, not a renderer (DRF would answer 404)."""
+
+    settings = _SettingsWithoutFormatOverride()
+
+
 class ToolListApi(APIView):
     """The agent tools with their JSON schemas, in function-calling form."""
+
+    content_negotiation_class = ToolListNegotiation
 
     @extend_schema(
         operation_id="tools_list",
         tags=["tools"],
+        parameters=[
+            OpenApiParameter(
+                "format",
+                OpenApiTypes.STR,
+                enum=list(TOOL_FORMATS),
+                description=(
+                    "How each tool is rendered: mnemo (default) {name, description, parameters}; openai "
+                    "{type: function, function: {...}}, ready for Chat Completions' tools; anthropic "
+                    "{name, description, input_schema}, ready for the Messages API's tools."
+                ),
+            )
+        ],
         responses=inline_serializer("ToolList", {"tools": serializers.ListField(child=serializers.DictField())}),
     )
     def get(self, request: Request) -> Response:
-        return Response({"tools": [tool.json_schema() for tool in REGISTRY.values()]})
+        name = request.query_params.get("format", "mnemo")
+        render = TOOL_FORMATS.get(name)
+        if render is None:
+            raise exceptions.ValidationError({"format": [f"Use one of {', '.join(TOOL_FORMATS)}; got {name!r}."]})
+        return Response({"tools": [render(tool) for tool in REGISTRY.values()]})
 
 
 class ToolCallApi(APIView):

@@ -144,6 +144,9 @@ class OpenAIEmbedder:
             )
         if not np.isfinite(vectors).all():
             raise EmbeddingUnavailable("the embeddings endpoint returned non-finite numbers")
+        from memory.vectors import forget_query_failures
+
+        forget_query_failures()  # it answers again: reads need not wait out a remembered failure
         return l2_normalise(vectors)
 
 

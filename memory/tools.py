@@ -313,9 +313,7 @@ def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
     person = _person(ctx, args)
     note = reachable_note(ctx, person, services.validate_scope(args.scope), args.id)
     result = services.edit_note(note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content)
-    out = _write_out(result)
-    out["action"] = "updated" if result.action == "updated" else result.action
-    return out
+    return _write_out(result)
 
 
 def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:

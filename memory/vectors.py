@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,15 +25,51 @@ class Similarities:
     degraded: str = ""  # why vectors could not be used this time, when they could not
 
 
+_QUERY_CACHE: OrderedDict[tuple[str, int, str], np.ndarray] = OrderedDict()
+_QUERY_CACHE_SIZE = 256
+_QUERY_FAILURES: dict[tuple[str, int, str], tuple[float, str]] = {}
+QUERY_FAILURE_MEMORY = 30.0  # seconds a failed query embedding is not retried
+_lock = threading.Lock()
+
+
+def forget_query_failures() -> None:
+    """The embedder answered again: queries that failed may be tried at once."""
+    with _lock:
+        _QUERY_FAILURES.clear()
+
+
 def embed_query(text: str) -> tuple[np.ndarray | None, str]:
+    """The query's vector, or (None, why) when the embedder is unavailable.
+
+    One turn embeds the same text several times (note ordering, each passages search): recent
+    vectors are kept, and a recent failure is not retried, so a hanging embedder costs a turn
+    one timeout rather than one per search.
+    """
     embedder = get_embedder()
     if embedder is None:
         return None, ""
+    key = (embedder.model, embedder.dim, text)
+    with _lock:
+        if key in _QUERY_CACHE:
+            _QUERY_CACHE.move_to_end(key)
+            return _QUERY_CACHE[key], ""
+        failed = _QUERY_FAILURES.get(key)
+        if failed is not None and time.monotonic() - failed[0] < QUERY_FAILURE_MEMORY:
+            return None, failed[1]
     try:
-        return embedder.embed([text])[0], ""
+        vector = embedder.embed([text])[0]
     except EmbeddingUnavailable as exc:
         logger.warning("vectors unavailable for this read: %s", exc)
-        return None, f"embedder unavailable: {exc}"
+        reason = f"embedder unavailable: {exc}"
+        with _lock:
+            _QUERY_FAILURES[key] = (time.monotonic(), reason)
+        return None, reason
+    with _lock:
+        _QUERY_FAILURES.clear()
+        _QUERY_CACHE[key] = vector
+        while len(_QUERY_CACHE) > _QUERY_CACHE_SIZE:
+            _QUERY_CACHE.popitem(last=False)
+    return vector, ""
 
 
 def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:

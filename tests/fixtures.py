@@ -83,7 +83,9 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
         "EMBEDDER": "hashing",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
-    log = open(ROOT / "var" / f"test-worker-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
+    from django.conf import settings
+
+    log = open(settings.DATA_DIR / f"test-worker-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", TEST_QUEUE, "-c", "1", "-l", "INFO",
          "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],

@@ -13,7 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 @dataclass
 class Script:
-    """Replies in order; each is (status, content) or ("sleep", seconds)."""
+    """Replies in order; each is (status, content) or ("sleep", seconds).
+
+    content is the assistant's text, or a dict that is the assistant message itself (e.g. with
+    tool_calls, answered with finish_reason "tool_calls").
+    """
 
     replies: list[tuple[object, object]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
@@ -43,14 +47,16 @@ def chat_server(script: Script) -> Iterator[str]:
                 self.end_headers()
                 self.wfile.write(raw)
                 return
+            message = {"role": "assistant", "content": content}
+            if isinstance(content, dict):
+                message = {"role": "assistant", "content": None, **content}
+            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
             payload = {
                 "id": "chatcmpl-test",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "test"),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-                ],
+                "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
                 "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
             }
             raw = json.dumps(payload).encode()

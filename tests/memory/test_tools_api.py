@@ -261,3 +261,35 @@ def test_remember_with_an_expiry(tenant):
     naive = remember(tenant, key="naive", expires_at="2099-01-01T00:00:00")
     assert naive.status_code == 400
     assert "timezone" in naive.json()["error"]["message"]
+
+
+def test_tool_list_in_openai_format_declares_functions(tenant):
+    plain = {tool["name"]: tool for tool in tenant.client.get("/api/v1/tools").json()["tools"]}
+    response = tenant.client.get("/api/v1/tools?format=openai")
+    assert response.status_code == 200
+    tools = response.json()["tools"]
+    assert [tool["type"] for tool in tools] == ["function"] * len(REGISTRY)
+    assert {tool["function"]["name"]: tool["function"] for tool in tools} == plain
+
+
+def test_tool_list_in_anthropic_format_has_input_schemas(tenant):
+    plain = {tool["name"]: tool for tool in tenant.client.get("/api/v1/tools").json()["tools"]}
+    response = tenant.client.get("/api/v1/tools?format=anthropic")
+    assert response.status_code == 200
+    tools = response.json()["tools"]
+    assert all(set(tool) == {"name", "description", "input_schema"} for tool in tools)
+    assert {tool["name"]: tool["input_schema"] for tool in tools} == {
+        name: tool["parameters"] for name, tool in plain.items()
+    }
+
+
+def test_tool_list_in_an_unknown_format_is_400(tenant):
+    response = tenant.client.get("/api/v1/tools?format=gemini")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "code": "invalid",
+            "message": "format: Use one of mnemo, openai, anthropic; got 'gemini'.",
+            "field": "format",
+        }
+    }

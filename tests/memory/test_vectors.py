@@ -216,3 +216,33 @@ def test_a_strong_vector_match_outranks_an_accidental_keyword_match(tenant, pers
     )
     hits = hybrid_rank(tenant.team, [accidental, answer], "is there anything I am unable to eat?").hits
     assert [h.note.key for h in hits] == ["peanut-allergy", "commute"]
+
+
+def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(settings, mocker):
+    from memory import vectors
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    spy = mocker.spy(type(embedder), "embed")
+    first, _ = vectors.embed_query("where does the kitten nap? (cache test)")
+    again, _ = vectors.embed_query("where does the kitten nap? (cache test)")
+    assert spy.call_count == 1
+    assert np.array_equal(first, again)
+
+    behaviour = Behaviour(mode="slow", delay=0.6, dim=8)
+    with embedding_server(behaviour) as url:
+        settings.EMBEDDER = "openai"
+        settings.EMBEDDING_BASE_URL = url
+        settings.EMBEDDING_MODEL = "m-cache"
+        settings.EMBEDDING_DIM = 8
+        settings.EMBEDDING_TIMEOUT = 0.2
+        for _ in range(4):
+            vector, degraded = vectors.embed_query("a turn's message")
+            assert vector is None
+            assert "timed out" in degraded
+        assert len(behaviour.requests) == 1  # one timeout for the turn, not four
+        behaviour.mode = "ok"
+        get_embedder().embed(["the embedder answers again"])
+        vector, degraded = vectors.embed_query("a turn's message")
+        assert vector is not None
+        assert degraded == ""

@@ -1,0 +1,216 @@
+"""The MCP server: the agent tools of memory.tools.REGISTRY, over stdio and streamable HTTP.
+
+One definition serves REST and MCP. The tool list, each tool's argument schema, the validation
+of a call (memory.api.parse_args), its handler and the error body (config.errors) are the ones
+`POST /api/v1/tools/<name>` uses, so the two cannot drift. Validation is deliberately left to
+pydantic, not to the SDK's JSON-schema check, so a malformed call gets the REST error body too.
+
+- stdio: `manage.py mcp --agent-key KEY`; the key is checked at start-up and again on every
+  call, so revoking it stops a long-running process.
+- HTTP: `/mcp` in the ASGI app (config/asgi.py), stateless (any web process can serve any
+  request), each request authenticated by its `Authorization: Bearer <key>`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework.utils.encoders import JSONEncoder
+
+from accounts.models import ApiKey
+from accounts.services import authenticate_key
+from config.errors import api_exception_handler, error_body
+from memory.api import parse_args
+from memory.tools import REGISTRY, ToolContext
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MCP_PATH = "/mcp"
+# Where the HTTP mount leaves the request's authenticated key for the tool handler to read.
+API_KEY_SCOPE = "mnemo.api_key"
+INSTRUCTIONS = (
+    "Mnemo's memory tools. Every call names the person (the agent platform's id for them); scope "
+    "(e.g. project:apollo) and context decide which notes apply. Errors come back as "
+    '{"error": {"code", "message", "field"?}}, the same as the REST API.'
+)
+NOT_AUTHENTICATED = "The API key is unknown or revoked."
+
+
+def mcp_tools() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            inputSchema=tool.args.model_json_schema(),
+            outputSchema=tool.result.model_json_schema(mode="serialization"),  # what a result always carries
+        )
+        for tool in REGISTRY.values()
+    ]
+
+
+def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Run one call as `POST /api/v1/tools/<name>` would. Returns (the body REST answers, whether it is an error)."""
+    if api_key is None:
+        return error_body("not_authenticated", NOT_AUTHENTICATED), True
+    tool = REGISTRY.get(name)
+    if tool is None:
+        return error_body("not_found", f"There is no tool {name!r}; list the tools for their names."), True
+    context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
+    try:
+        return tool.run(context, parse_args(tool, arguments)), False
+    except Exception as exc:  # the outermost edge of an MCP call: map it as the REST handler does, or log it
+        response = api_exception_handler(exc, {})
+        if response is None:
+            logger.exception("The MCP tool %s failed", name)
+            return error_body("server_error", "Mnemo failed to handle this call; it is logged."), True
+        return response.data, True
+
+
+def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """Run ORM work in Django's thread for async callers, tidying connections as a request would."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        close_old_connections()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=True)
+
+
+def _call_result(body: dict[str, Any], is_error: bool) -> types.CallToolResult:
+    text = json.dumps(body, cls=JSONEncoder, ensure_ascii=False)
+    if is_error:
+        # The error body travels as text only: structured content must match the tool's output schema.
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structuredContent=json.loads(text), isError=False
+    )
+
+
+def build_server(*, agent_key: str | None = None) -> Server[Any, Any]:
+    """The MCP server. agent_key: stdio, one key for the process; None: HTTP, each request's key."""
+    server: Server[Any, Any] = Server(
+        "mnemo", version=settings.SPECTACULAR_SETTINGS["VERSION"], instructions=INSTRUCTIONS
+    )
+
+    @server.list_tools()
+    async def list_tools() -> list[types.Tool]:
+        return mcp_tools()
+
+    @server.call_tool(validate_input=False)  # parse_args validates, so errors keep the REST shape
+    async def handle_call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if agent_key is not None:
+
+            def call_as_process_key() -> tuple[dict[str, Any], bool]:
+                return call_tool(api_key=authenticate_key(agent_key), name=name, arguments=arguments)
+
+            body, is_error = await _in_thread(call_as_process_key)()
+        else:
+            request = server.request_context.request
+            api_key = getattr(request, "scope", {}).get(API_KEY_SCOPE)
+            body, is_error = await _in_thread(call_tool)(api_key=api_key, name=name, arguments=arguments)
+        return _call_result(body, is_error)
+
+    return server
+
+
+async def serve_stdio(agent_key: str) -> None:
+    server = build_server(agent_key=agent_key)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    raw = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": raw})
+
+
+def _bearer_key(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"authorization":
+            scheme, _, raw = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and raw.strip():
+                return raw.strip()
+            return None
+    return None
+
+
+class McpMount:
+    """ASGI: requests under /mcp go to the MCP server, everything else to Django.
+
+    It also answers the ASGI lifespan (Django does not), because the MCP session manager needs
+    a task group that outlives single requests.
+    """
+
+    def __init__(self, django_app: AsgiApp) -> None:
+        self.django_app = django_app
+        self.sessions = StreamableHTTPSessionManager(
+            build_server(),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=settings.API_MAX_BODY_BYTES,
+        )
+        self.serving = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http" and (scope["path"] == MCP_PATH or scope["path"].startswith(MCP_PATH + "/")):
+            await self._mcp(scope, receive, send)
+        else:
+            await self.django_app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        async with self.sessions.run():
+            self.serving = True
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            self.serving = False
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        challenge = [(b"www-authenticate", b'Bearer realm="mnemo"')]
+        raw_key = _bearer_key(scope)
+        if raw_key is None:
+            message = "Send the API key as `Authorization: Bearer <key>`."
+            await _send_json(send, 401, error_body("not_authenticated", message), challenge)
+            return
+        api_key = await _in_thread(authenticate_key)(raw_key)
+        if api_key is None:
+            await _send_json(send, 401, error_body("not_authenticated", NOT_AUTHENTICATED), challenge)
+            return
+        if not self.serving:
+            message = "The MCP endpoint needs the ASGI lifespan; run the server with it on (uvicorn's default)."
+            await _send_json(send, 503, error_body("unavailable", message), [])
+            return
+        await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, receive, send)
