@@ -327,6 +327,7 @@ def test_the_openai_provider_cannot_smuggle_instructions_past_the_framing(tenant
         provider = OpenAIProvider(base_url=url, api_key="k", model="m", timeout=2, max_retries=0)
         curate_conversation(conversation_id=conversation.pk, provider=provider)
     assert Note.objects.get(key="odd").content == hostile  # stored as plain text, nothing executed
+    conversation.refresh_from_db()
     message = record_message(conversation=conversation, role="user", content="What do you know about me?")
     result = compose(team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message)
     notes = next(b for b in result.blocks if b.layer == "notes").text
