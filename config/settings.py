@@ -100,7 +100,13 @@ TEMPLATES = [
 # --- Services: given URLs win; otherwise the embedded servers start (or are reused). ---
 DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql"))
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    # The web server is ASGI: sync views run in fresh threads, where persistent connections are
+    # never reused, so connections close per request unless an operator sets an age (with pooling).
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", default=0, minimum=0), conn_health_checks=True
+        )
+    }
 else:
     DATABASES = {"default": embedded.postgres_settings(DATA_DIR)}
 DATABASES["default"].setdefault("OPTIONS", {})
