@@ -145,10 +145,18 @@ def test_another_persons_note_is_not_found(lens_client, tenant, actor):
     other = make_tenant()
     elsewhere = remember(team=other.team, person=PersonFactory(team=other.team), actor=actor, **note_fields()).note
     for note in [theirs, elsewhere]:
-        assert lens_client.get(f"/m/{note.pk}").status_code == 404
-        assert lens_client.post(f"/m/{note.pk}/edit", {"description": "x", "content": "y"}).status_code == 404
-        assert lens_client.post(f"/m/{note.pk}/delete").status_code == 404
+        for headers in ({}, HTMX):  # the htmx partial endpoints answer the same
+            assert lens_client.get(f"/m/{note.pk}", headers=headers).status_code == 404
+            edit = lens_client.post(f"/m/{note.pk}/edit", {"description": "x", "content": "y"}, headers=headers)
+            assert edit.status_code == 404
+            assert lens_client.get(f"/m/{note.pk}/delete", headers=headers).status_code == 404
+            assert lens_client.post(f"/m/{note.pk}/delete", headers=headers).status_code == 404
     assert Note.objects.filter(pk__in=[theirs.pk, elsewhere.pk]).count() == 2
+    # Nor do the lens page or its search show them.
+    for headers in ({}, HTMX):
+        page = lens_client.get("/lens/", {"q": "Ada lives in Oslo"}, headers=headers).content.decode()
+        assert f'href="/m/{theirs.pk}"' not in page
+        assert f'href="/m/{elsewhere.pk}"' not in page
 
 
 def test_note_page_shows_the_note_and_its_revisions_newest_first_with_a_diff(
@@ -380,3 +388,22 @@ def test_a_team_admin_sees_the_teams_people_and_a_member_does_not(client, django
     client.force_login(admin)
     assert client.get(f"/m/{note.pk}").status_code == 200
     assert "bob" in client.get("/lens/").content.decode()
+
+
+def test_the_admin_clear_latch_action_is_logged(client, django_user_model, tenant, person, actor):
+    from memory.models import Bank
+    from memory.services import latch_full
+
+    remember(team=tenant.team, person=person, actor=actor, **note_fields())
+    bank = Bank.objects.get()
+    latch_full(bank=bank, actor=actor, reason="test")
+    root = django_user_model.objects.create_superuser("root", "root@example.com", "a-long-password-1")
+    client.force_login(root)
+    response = client.post(
+        "/admin/memory/bank/", {"action": "clear_full_latch", "_selected_action": [bank.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    bank.refresh_from_db()
+    assert bank.full is False
+    cleared = Revision.objects.get(action="latch", reason__contains="cleared")
+    assert (cleared.actor, cleared.actor_ref) == ("admin", "user:root")
