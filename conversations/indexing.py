@@ -59,7 +59,6 @@ def index_messages(message_ids: Iterable[int], embedder: Embedder | None = None)
     )
     if not messages:
         return 0
-    messages.sort(key=lambda message: len(message.content))  # the embedder pads each batch to its longest
     vectors = embedder.embed([message.content for message in messages])
     rows = [
         MessageVector(

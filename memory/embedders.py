@@ -74,8 +74,12 @@ class LocalMiniLM:
 
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        # Each batch is padded to its longest text: batching texts of similar length wastes far
+        # less work. Rows are written back in the caller's order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(texts), batch_size):
-            encoded = self._tokenizer.encode_batch(texts[start : start + batch_size])
+            rows = order[start : start + batch_size]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in rows])
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             with self._lock:
@@ -84,7 +88,7 @@ class LocalMiniLM:
                 )
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            out[start : start + batch_size] = l2_normalise(pooled)
+            out[rows] = l2_normalise(pooled)
         return out
 
 

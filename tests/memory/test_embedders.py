@@ -116,3 +116,10 @@ def test_a_wrong_embedder_configuration_is_a_startup_error(env, message):
     )  # fmt: skip
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_local_model_returns_rows_in_the_callers_order_whatever_their_lengths(local_model):
+    texts = ["a much longer sentence about sailing between the islands off Bergen in the summer", "cat", "dog bark"]
+    together = local_model.embed(texts, batch_size=2)
+    alone = np.vstack([local_model.embed([t]) for t in texts])
+    assert np.all(np.sum(together * alone, axis=1) > 0.9999)
