@@ -276,3 +276,13 @@ def stale_jobs() -> tuple[list[int], list[int]]:
         consolidation_pending=True, full=False, consolidation_requested_at__lt=cutoff
     ).values_list("pk", flat=True)[:500]
     return list(conversations), list(banks)
+
+
+@transaction.atomic
+def claim_stale_jobs() -> tuple[list[int], list[int]]:
+    """Mark stale jobs as requested now (so the next catch-up waits again) and return them to enqueue."""
+    conversations, banks = stale_jobs()
+    now = timezone.now()
+    Conversation.objects.filter(pk__in=conversations).update(curation_pending=True, curation_requested_at=now)
+    Bank.objects.filter(pk__in=banks).update(consolidation_requested_at=now)
+    return conversations, banks

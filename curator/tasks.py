@@ -23,17 +23,9 @@ def consolidate_bank(self, bank_pk: int) -> str:
 @shared_task(ignore_result=True)
 def catch_up() -> str:
     """Enqueue curation and consolidation jobs that were due but never ran (broker down, worker lost)."""
-    from django.utils import timezone
-
-    from conversations.models import Conversation
-    from memory.models import Bank
-
-    conversations, banks = services.stale_jobs()
-    now = timezone.now()
+    conversations, banks = services.claim_stale_jobs()
     for conversation_id in conversations:
-        Conversation.objects.filter(pk=conversation_id).update(curation_pending=True, curation_requested_at=now)
         curate_conversation.delay(conversation_id)
     for bank_pk in banks:
-        Bank.objects.filter(pk=bank_pk).update(consolidation_requested_at=now)
         consolidate_bank.delay(bank_pk)
     return f"re-enqueued {len(conversations)} curation(s) and {len(banks)} consolidation(s)"
