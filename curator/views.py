@@ -20,6 +20,7 @@ from config.ratelimit import Rate, client_address, count_request
 from curator import demo
 
 TEMPLATE = "curator/demo_page.html"
+MESSAGE_MAX_CHARS = 2000  # the form's maxlength; a longer message is refused, not cut
 
 
 def _visitor(request: HttpRequest) -> str | None:
@@ -72,11 +73,15 @@ def demo_page(request: HttpRequest) -> HttpResponse:
 @demo_view
 def demo_say(request: HttpRequest) -> HttpResponse:
     text = request.POST.get("message", "").strip()
-    if not text:
+    if not text or len(text) > MESSAGE_MAX_CHARS:
         state = demo.peek(_visitor(request))
-        state.error = "Say something first."
+        state.error = (
+            f"Keep a message to {MESSAGE_MAX_CHARS:,} characters; this one has {len(text):,}."
+            if text
+            else "Say something first."
+        )
     else:
-        state = demo.say(_visitor_for_writing(request), text[:2000])
+        state = demo.say(_visitor_for_writing(request), text)
     return _render(request, state)
 
 

@@ -90,3 +90,10 @@ def test_the_demo_is_limited_per_visitor_address(client, demo_on, settings):
 
     elsewhere = Client(REMOTE_ADDR="10.1.2.3")
     assert elsewhere.get("/demo/").status_code == 200
+
+
+def test_a_message_over_the_forms_limit_is_refused_not_cut(client, demo_on):
+    before = row_counts()
+    page = client.post("/demo/say", {"message": "x" * 2001}, headers=HTMX).content.decode()
+    assert "Keep a message to 2,000 characters; this one has 2,001." in page
+    assert row_counts() == before
