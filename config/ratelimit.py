@@ -61,8 +61,9 @@ def count_request(*, scope: str, ident: str, rate: Rate) -> int:
     key = f"ratelimit:{scope}:{digest(ident)}"
     now = time.time()
     try:
-        cache.add(f"{key}:since", now, timeout=rate.seconds)
         count = increment(f"{key}:count", timeout=rate.seconds)
+        if count == 1:  # this request opened the window: note when, for Retry-After
+            cache.set(f"{key}:since", now, timeout=rate.seconds)
         if count <= rate.limit:
             return 0
         since = cache.get(f"{key}:since")

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.services import issue_api_key
 from config.env import env_rate, parse_rate
-from config.ratelimit import Rate, client_address
+from config.ratelimit import Rate, client_address, count_request
 
 REMEMBER = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Oslo"}
 
@@ -100,3 +100,14 @@ def test_the_client_address_trusts_only_as_many_proxies_as_configured(settings):
     assert client_address(request) == "10.0.0.1"
     settings.NUM_PROXIES = 1
     assert client_address(request) == "203.0.113.5"  # what our proxy saw; the first entry is the client's say-so
+
+
+def test_retry_after_counts_from_the_request_that_opened_the_window(mocker):
+    clock = mocker.patch("config.ratelimit.time.time", return_value=1_000_000.0)
+    rate = Rate.parse("2/hour")
+    assert count_request(scope="t", ident="a", rate=rate) == 0
+    clock.return_value += 600
+    assert count_request(scope="t", ident="a", rate=rate) == 0
+    clock.return_value += 0.5
+    assert count_request(scope="t", ident="a", rate=rate) == 3000  # 3600 - 600.5, rounded up
+    assert count_request(scope="t", ident="b", rate=rate) == 0
