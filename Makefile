@@ -13,7 +13,7 @@ PYTHON_312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/pytho
 .PHONY: help install run worker test lint format migrations-check bench lock stop clean
 
 help:
-	@echo "make run     migrate, create the demo tenant, serve web + worker + beat (Ctrl-C stops all)"
+	@echo "make run     migrate, create the demo tenant, serve web + worker + beat with the demo on (Ctrl-C stops all)"
 	@echo "make test    lint, migrations check and the whole test suite"
 	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines (BENCH=\"compose locomo\" for some)"
 	@echo "make lint    ruff check and format check"
@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@touch $@
 
 run: install
-	$(PY) manage.py run
+	DEMO_ENABLED=$${DEMO_ENABLED:-1} $(PY) manage.py run
 
 worker: install
 	$(PY) -m celery -A config worker -l INFO --without-gossip --without-mingle --without-heartbeat

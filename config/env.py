@@ -7,6 +7,7 @@ understand, so a typo in a deployment fails at start-up instead of running with 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -67,6 +68,31 @@ def env_float(name: str, *, default: float, minimum: float | None = None, maximu
     if maximum is not None and number > maximum:
         raise ImproperlyConfigured(f"{name}={number} is above its maximum of {maximum}.")
     return number
+
+
+_RATE = re.compile(r"(?P<count>[0-9]+)/(?P<span>[0-9]*)(?P<unit>s|sec|second|m|min|minute|h|hour|d|day)s?")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(text: str) -> tuple[int, int]:
+    """ "600/min" -> (600, 60); "5/15m" -> (5, 900). Raises ValueError on anything else."""
+    match = _RATE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a rate; write it as requests/period, e.g. 600/min, 10/s or 5/15min.")
+    count, span = int(match["count"]), int(match["span"] or 1)
+    if count < 1 or span < 1:
+        raise ValueError(f"{text!r} must allow at least one request in a period of at least one unit.")
+    return count, span * _UNIT_SECONDS[match["unit"][0]]
+
+
+def env_rate(name: str, *, default: str) -> str:
+    """A rate such as 600/min (requests per period), checked here so a typo stops start-up."""
+    value = env_str(name, default)
+    try:
+        parse_rate(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+    return value
 
 
 def env_list(name: str, *, default: list[str]) -> list[str]:

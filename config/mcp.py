@@ -8,7 +8,9 @@ pydantic, not to the SDK's JSON-schema check, so a malformed call gets the REST 
 - stdio: `manage.py mcp --agent-key KEY`; the key is checked at start-up and again on every
   call, so revoking it stops a long-running process.
 - HTTP: `/mcp` in the ASGI app (config/asgi.py), stateless (any web process can serve any
-  request), each request authenticated by its `Authorization: Bearer <key>`.
+  request), each request authenticated by its `Authorization: Bearer <key>`, its Host and Origin
+  checked against ALLOWED_HOSTS (the SDK's DNS-rebinding protection), and its key held to
+  API_RATE together with the REST API.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from rest_framework.utils.encoders import JSONEncoder
+from starlette.requests import HTTPConnection
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
 from config.errors import api_exception_handler, error_body
+from config.ratelimit import api_key_retry_after, api_key_throttled
 from memory.api import parse_args
 from memory.tools import REGISTRY, ToolContext
 
@@ -164,6 +169,42 @@ def _bearer_key(scope: Scope) -> str | None:
     return None
 
 
+def transport_security(allowed_hosts: list[str], trusted_origins: list[str]) -> TransportSecuritySettings:
+    """The SDK's Host and Origin checks, derived from Django's ALLOWED_HOSTS (and CSRF_TRUSTED_ORIGINS).
+
+    The SDK matches exact names and `name:*` (any port), nothing else. So "*" (any host, as in
+    Django) turns the checks off, and ".example.com" allows example.com itself but not its
+    subdomains: those must be listed by name for /mcp. Both are logged, so neither goes unnoticed.
+    """
+    if "*" in allowed_hosts:
+        logger.warning("ALLOWED_HOSTS contains '*': /mcp checks neither the Host nor the Origin header")
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts: list[str] = []
+    origins: list[str] = []
+    for entry in allowed_hosts:
+        name = entry.removeprefix(".")
+        if entry.startswith("."):
+            logger.warning(
+                "ALLOWED_HOSTS entry %r allows subdomains in Django, but /mcp accepts only %s itself; "
+                "list each subdomain that serves /mcp by name",
+                entry, name,
+            )  # fmt: skip
+        hosts += [name, f"{name}:*"]
+        origins += [f"{scheme}://{name}{port}" for scheme in ("http", "https") for port in ("", ":*")]
+    origins += [origin for origin in trusted_origins if "*" not in origin]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
+
+
+_REFUSED_HEADER = {
+    421: ("misdirected_request", "This server does not answer to that Host header; see ALLOWED_HOSTS."),
+    403: ("permission_denied", "Requests from that Origin are not allowed here."),
+}
+
+
 class McpMount:
     """ASGI: requests under /mcp go to the MCP server, everything else to Django.
 
@@ -173,11 +214,16 @@ class McpMount:
 
     def __init__(self, django_app: AsgiApp) -> None:
         self.django_app = django_app
+        security = transport_security(settings.ALLOWED_HOSTS, settings.CSRF_TRUSTED_ORIGINS)
+        # Checked here first, before the key costs a database lookup, to answer in Mnemo's error shape;
+        # the session manager checks again with the same settings.
+        self.header_check = TransportSecurityMiddleware(security)
         self.sessions = StreamableHTTPSessionManager(
             build_server(),
             json_response=True,
             stateless=True,
             max_request_body_size=settings.API_MAX_BODY_BYTES,
+            security_settings=security,
         )
         self.serving = False
 
@@ -199,6 +245,11 @@ class McpMount:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = await self.header_check.validate_request(HTTPConnection(scope), is_post=False)
+        if refused is not None:
+            code, message = _REFUSED_HEADER.get(refused.status_code, ("invalid", bytes(refused.body).decode()))
+            await _send_json(send, refused.status_code, error_body(code, message), [])
+            return
         challenge = [(b"www-authenticate", b'Bearer realm="mnemo"')]
         raw_key = _bearer_key(scope)
         if raw_key is None:
@@ -208,6 +259,11 @@ class McpMount:
         api_key = await _in_thread(authenticate_key)(raw_key)
         if api_key is None:
             await _send_json(send, 401, error_body("not_authenticated", NOT_AUTHENTICATED), challenge)
+            return
+        wait = await _in_thread(api_key_retry_after)(api_key)
+        if wait:
+            message = str(api_key_throttled(wait).detail)
+            await _send_json(send, 429, error_body("throttled", message), [(b"retry-after", str(wait).encode())])
             return
         if not self.serving:
             message = "The MCP endpoint needs the ASGI lifespan; run the server with it on (uvicorn's default)."

@@ -15,10 +15,12 @@ from config.env import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     env_secret,
     env_str,
     env_url,
 )
+from config.redis import redis_py_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()
@@ -115,6 +117,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)
 
+# The cache holds rate-limit counters and login lockouts, shared by every web process.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": redis_py_url(REDIS_URL),
+        "KEY_PREFIX": "mnemo",
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+}
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "mnemo")
@@ -147,6 +159,12 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/lens/"
 LOGOUT_REDIRECT_URL = "/login/"
+# LOGIN_MAX_FAILURES failed sign-ins within LOGIN_LOCKOUT_SECONDS, for one username or from one
+# address, refuse further attempts (even correct ones) for LOGIN_LOCKOUT_SECONDS.
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", default=10, minimum=1)
+LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", default=900, minimum=1)
+# Reverse proxies in front of Mnemo that append to X-Forwarded-For; 0 trusts REMOTE_ADDR only.
+NUM_PROXIES = env_int("NUM_PROXIES", default=0, minimum=0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -165,14 +183,20 @@ WHITENOISE_USE_FINDERS = True
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", default=1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
+# Requests per API key, REST and /mcp together; over it, 429 with Retry-After.
+API_RATE = env_rate("API_RATE", default="600/min")
+API_PAGE_SIZE = 50
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", default=200, minimum=API_PAGE_SIZE)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
-    "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": ["config.ratelimit.ApiKeyThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "config.pagination.BoundedLimitOffsetPagination",
+    "PAGE_SIZE": API_PAGE_SIZE,
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -222,6 +246,9 @@ LLM_API_KEY = env_secret("LLM_API_KEY")
 LLM_MODEL = env_str("LLM_MODEL", "")
 LLM_TIMEOUT = env_float("LLM_TIMEOUT", default=60.0, minimum=0.1, maximum=600.0)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", default=2, minimum=0, maximum=10)
+# The demo (seed 001) is for local use: off unless asked for (`make run` turns it on).
+DEMO_ENABLED = env_bool("DEMO_ENABLED", default=False)
+DEMO_RATE = env_rate("DEMO_RATE", default="30/min")  # requests per visitor address
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below

@@ -6,6 +6,8 @@ from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import PersonDetailApi, PersonRegisterApi, WhoAmIApi
+from accounts.forms import LockoutAdminAuthenticationForm
+from accounts.views import LoginView
 from config import views
 from config.errors import json_error_response
 from config.health import healthz
@@ -19,9 +21,12 @@ api_v1 = [
     path("", include("conversations.urls")),
 ]
 
+# The admin's sign-in gets the same lockout as the lens's.
+admin.site.login_form = LockoutAdminAuthenticationForm
+
 urlpatterns = [
     path("", views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("memory.lens_urls")),
     path("demo/", demo_views.demo_page, name="demo"),

@@ -18,27 +18,32 @@ from accounts.models import Agent, Person
 from accounts.services import get_or_create_person
 from conversations.composer import Composition, compose
 from conversations.models import Conversation, Message
-from conversations.services import conversation_for, end_conversation, record_message, start_conversation
+from conversations.services import conversation_for, end_conversation, record_message
 from curator.providers import ProviderError, get_provider
 from curator.services import curate_conversation
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, get_or_create_bank, update_bank_settings
+from memory.services import Actor, bank_id_for, get_or_create_bank, update_bank_settings
 
 CAPACITY = 8
 
 
 @dataclass
 class DemoState:
-    person: Person
-    agent: Agent
-    bank: Bank
-    conversation: Conversation
+    # None until the visitor first says something: looking at the page stores nothing.
+    person: Person | None
+    agent: Agent | None
+    bank: Bank | None
+    conversation: Conversation | None
     notes: list[Note]
     messages: list[Message]
     events: list[Revision] = field(default_factory=list)
     composition: Composition | None = None
     llm_configured: bool = False
     error: str = ""
+
+    @property
+    def capacity(self) -> int:
+        return self.bank.capacity if self.bank is not None else CAPACITY
 
 
 def _demo_agent() -> Agent:
@@ -56,17 +61,44 @@ def _bank(person: Person) -> Bank:
 
 
 def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
+    """The visitor's demo, creating what it needs (person, bounded bank, conversation): for writes only."""
     agent = _demo_agent()
-    person = get_or_create_person(team=agent.team, external_id=f"demo-{visitor}")
+    person = get_or_create_person(team=agent.team, external_id=_external_id(visitor))
     bank = _bank(person)
     conversation = conversation or conversation_for(team=agent.team, agent=agent, person=person, conversation_id=None)
+    return _read(agent=agent, person=person, bank=bank, conversation=conversation)
+
+
+def peek(visitor: str | None) -> DemoState:
+    """What the visitor's demo holds, without writing anything: a visitor who has said nothing has nothing."""
+    agent = Agent.objects.select_related("team").filter(team__slug=DEMO_TEAM, slug=DEMO_AGENT).first()
+    person = None
+    if agent is not None and visitor is not None:
+        person = Person.objects.for_team(agent.team).filter(external_id=_external_id(visitor)).first()
+    if agent is None or person is None:
+        return DemoState(
+            person=None, agent=agent, bank=None, conversation=None, notes=[], messages=[],
+            llm_configured=settings.LLM_PROVIDER != "rules",
+        )  # fmt: skip
+    bank = Bank.objects.filter(team=agent.team, bank_id=bank_id_for(Bank.Kind.GLOBAL, person, "")).first()
+    conversation = (
+        Conversation.objects.between(agent, person).filter(ended_at__isnull=True).order_by("-started_at", "-pk").first()
+    )
+    return _read(agent=agent, person=person, bank=bank, conversation=conversation)
+
+
+def _external_id(visitor: str) -> str:
+    return f"demo-{visitor}"
+
+
+def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conversation | None) -> DemoState:
     return DemoState(
         person=person,
         agent=agent,
         bank=bank,
         conversation=conversation,
-        notes=list(Note.objects.filter(team=agent.team, bank=bank).order_by("created_at")),
-        messages=list(conversation.messages.order_by("order")),
+        notes=list(Note.objects.filter(team=agent.team, bank=bank).order_by("created_at")) if bank else [],
+        messages=list(conversation.messages.order_by("order")) if conversation else [],
         llm_configured=settings.LLM_PROVIDER != "rules",
     )
 
@@ -113,8 +145,8 @@ def say(visitor: str, text: str) -> DemoState:
     return after
 
 
-def new_conversation(visitor: str) -> DemoState:
-    current = state(visitor)
-    end_conversation(conversation=current.conversation)
-    fresh = start_conversation(team=current.agent.team, agent=current.agent, person=current.person)
-    return state(visitor, fresh)
+def new_conversation(visitor: str | None) -> None:
+    """End the visitor's open conversation, if there is one; the next message starts a fresh one."""
+    current = peek(visitor)
+    if current.conversation is not None:
+        end_conversation(conversation=current.conversation)

@@ -1,45 +1,92 @@
-"""The demo page (seed 001). Reading works without JavaScript; htmx updates it in place."""
+"""The demo page (seed 001). Reading works without JavaScript; htmx updates it in place.
+
+The demo is off unless DEMO_ENABLED (404 then), stores nothing for a visitor who only looks, and
+takes at most DEMO_RATE requests per visitor address: each message costs model calls.
+"""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
+from functools import wraps
 
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from config.ratelimit import Rate, client_address, count_request
 from curator import demo
 
 TEMPLATE = "curator/demo_page.html"
+MESSAGE_MAX_CHARS = 2000  # the form's maxlength; a longer message is refused, not cut
 
 
-def _visitor(request: HttpRequest) -> str:
-    # Each browser gets its own demo person, so visitors never see each other's memories.
+def _visitor(request: HttpRequest) -> str | None:
+    return request.session.get("demo_visitor")
+
+
+def _visitor_for_writing(request: HttpRequest) -> str:
+    # Each browser gets its own demo person, so visitors never see each other's memories. The
+    # session (a row) is made only now, when the visitor says something.
     if "demo_visitor" not in request.session:
         request.session["demo_visitor"] = secrets.token_hex(8)
     return request.session["demo_visitor"]
 
 
+def _render(request: HttpRequest, state: demo.DemoState, *, status: int = 200) -> HttpResponse:
+    template = TEMPLATE + "#demo-body" if getattr(request, "htmx", False) else TEMPLATE
+    return render(request, template, {"demo": state}, status=status)
+
+
+def demo_view(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """404 unless DEMO_ENABLED; 429 with Retry-After past DEMO_RATE requests from one address."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest) -> HttpResponse:
+        if not settings.DEMO_ENABLED:
+            raise Http404("The demo is off on this server (DEMO_ENABLED).")
+        rate = Rate.parse(settings.DEMO_RATE)
+        wait = count_request(scope="demo", ident=client_address(request), rate=rate)
+        if not wait:
+            return view(request)
+        state = demo.peek(_visitor(request))
+        state.error = (
+            f"The demo takes at most {rate} from one address, and that is used up. "
+            f"Try again in {wait} second{'s' if wait != 1 else ''}."
+        )
+        response = _render(request, state, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+
+    return guarded
+
+
 @require_GET
+@demo_view
 def demo_page(request: HttpRequest) -> HttpResponse:
-    return render(request, TEMPLATE, {"demo": demo.state(_visitor(request))})
+    return render(request, TEMPLATE, {"demo": demo.peek(_visitor(request))})
 
 
 @require_POST
+@demo_view
 def demo_say(request: HttpRequest) -> HttpResponse:
     text = request.POST.get("message", "").strip()
-    if not text:
-        state = demo.state(_visitor(request))
-        state.error = "Say something first."
+    if not text or len(text) > MESSAGE_MAX_CHARS:
+        state = demo.peek(_visitor(request))
+        state.error = (
+            f"Keep a message to {MESSAGE_MAX_CHARS:,} characters; this one has {len(text):,}."
+            if text
+            else "Say something first."
+        )
     else:
-        state = demo.say(_visitor(request), text[:2000])
-    if not getattr(request, "htmx", False):
-        return render(request, TEMPLATE, {"demo": state})
-    return render(request, TEMPLATE + "#demo-body", {"demo": state})
+        state = demo.say(_visitor_for_writing(request), text)
+    return _render(request, state)
 
 
 @require_POST
+@demo_view
 def demo_new_conversation(request: HttpRequest) -> HttpResponse:
     demo.new_conversation(_visitor(request))
     if getattr(request, "htmx", False):

@@ -56,6 +56,15 @@ def _hashing_embedder(settings: object) -> None:
     settings.EMBEDDER = "hashing"  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True)
+def _rate_limits_per_test(settings: object) -> None:
+    """Each test counts rate limits and lockouts in a key space of its own on the shared Redis, and
+    the API and demo limits are set out of reach; the tests of those limits lower them."""
+    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}}  # type: ignore[attr-defined]
+    settings.API_RATE = "100000/min"  # type: ignore[attr-defined]
+    settings.DEMO_RATE = "100000/min"  # type: ignore[attr-defined]
+
+
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 

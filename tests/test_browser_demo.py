@@ -1,6 +1,11 @@
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _demo_on(settings):
+    settings.DEMO_ENABLED = True
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_demos_four_things_to_try(page, live_server, artifact):

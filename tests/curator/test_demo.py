@@ -11,6 +11,11 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
+@pytest.fixture(autouse=True)
+def _demo_on(settings):
+    settings.DEMO_ENABLED = True
+
+
 def say(client, text):
     response = client.post("/demo/say", {"message": text}, headers=HTMX)
     assert response.status_code == 200

@@ -64,6 +64,8 @@ class Command(BaseCommand):
                 self.stdout.write(
                     self.style.SUCCESS(f"Mnemo is up at {url}  (health: {url}healthz, docs: {url}api/docs/)")
                 )
+                if settings.DEMO_ENABLED:
+                    self.stdout.write(f"The demo is at {url}demo/ (DEMO_ENABLED).")
                 self.stdout.write("Press Ctrl-C to stop the web server, the worker and beat.")
             while not stopping:
                 for name, child in children.items():
