@@ -27,7 +27,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     422: "`too_long` (a cap; the message names the field and its limit), `unknown_ontology_id` "
     "(Use an exact ontology id.) or another rule of the domain.",
     429: "`throttled`: too many requests for this key; retry after the Retry-After header's seconds.",
-    503: "`unavailable`: a store this operation needs is down; retry later.",
+    503: "`memory_unavailable`: the memory store failed while composing and the operator chose to fail hard.",
 }
 
 
