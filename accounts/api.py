@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from accounts.services import register_person
+from config.schema import error_responses
 
 
 class WhoAmIOutput(serializers.Serializer):
@@ -49,7 +50,9 @@ class PersonRegisterApi(APIView):
         display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
     @extend_schema(
-        request=PersonRegisterInput, responses={200: PersonOutput, 201: PersonOutput}, operation_id="people_register"
+        request=PersonRegisterInput,
+        responses={200: PersonOutput, 201: PersonOutput, **error_responses(422)},
+        operation_id="people_register",
     )
     def post(self, request: Request) -> Response:
         data = self.PersonRegisterInput(data=request.data)

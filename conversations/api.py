@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
@@ -14,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from accounts.services import get_or_create_person
+from config.schema import error_responses
 from conversations import services
 from conversations.composer import PROFILES, composition_to_json
 from conversations.models import Conversation, Message, Turn
@@ -38,6 +40,14 @@ class MessageOutput(serializers.ModelSerializer):
         fields = ["id", "conversation", "role", "content", "order", "created_at", "external_id"]
 
 
+@extend_schema_field({"type": "string", "maxLength": settings.MESSAGE_MAX_CHARS})
+class MessageText(serializers.CharField):
+    """A message's text. record_message enforces the cap (422 too_long); the schema shows it."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+
+
 def _conversations(request: Request) -> QuerySet[Conversation]:
     return Conversation.objects.filter(team=request.auth.team, agent=request.auth.agent).select_related(
         "person", "agent"
@@ -57,12 +67,18 @@ class ConversationListCreateApi(ListAPIView):
             conversations = conversations.filter(person=person)
         return conversations
 
-    @extend_schema(operation_id="conversations_list", parameters=[OpenApiParameter("person", OpenApiTypes.STR)])
+    @extend_schema(
+        operation_id="conversations_list",
+        parameters=[OpenApiParameter("person", OpenApiTypes.STR)],
+        responses={200: ConversationOutput(many=True), **error_responses(404)},
+    )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        operation_id="conversations_create", request=ConversationCreateInput, responses={201: ConversationOutput}
+        operation_id="conversations_create",
+        request=ConversationCreateInput,
+        responses={201: ConversationOutput, **error_responses(404, 422)},
     )
     def post(self, request: Request) -> Response:
         data = self.ConversationCreateInput(data=request.data)
@@ -99,7 +115,7 @@ class MessageListCreateApi(ListAPIView):
 
     class MessageCreateInput(serializers.Serializer):
         role = serializers.ChoiceField(choices=Message.Role.choices)
-        content = serializers.CharField(trim_whitespace=False)
+        content = MessageText()
         external_id = serializers.CharField(max_length=100, required=False, allow_blank=True)
 
     def get_queryset(self) -> QuerySet[Message]:
@@ -111,7 +127,9 @@ class MessageListCreateApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        operation_id="conversations_messages_create", request=MessageCreateInput, responses={201: MessageOutput}
+        operation_id="conversations_messages_create",
+        request=MessageCreateInput,
+        responses={201: MessageOutput, **error_responses(422)},
     )
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = get_object_or_404(_conversations(request), pk=conversation_id)
@@ -157,14 +175,18 @@ class TurnCreateApi(APIView):
 
     class TurnCreateInput(serializers.Serializer):
         person = serializers.CharField(max_length=200)
-        message = serializers.CharField(trim_whitespace=False)
+        message = MessageText()
         conversation = serializers.IntegerField(required=False)
         scope = serializers.CharField(max_length=200, required=False, allow_blank=True)
         context = ContextInput(required=False)
         profile = serializers.ChoiceField(choices=PROFILES, default="full")
         persona = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
 
-    @extend_schema(operation_id="turns_create", request=TurnCreateInput, responses={201: TurnOutput})
+    @extend_schema(
+        operation_id="turns_create",
+        request=TurnCreateInput,
+        responses={201: TurnOutput, **error_responses(404, 422, 503)},
+    )
     def post(self, request: Request) -> Response:
         data = self.TurnCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -189,9 +211,13 @@ class TurnCreateApi(APIView):
 
 class TurnReplyApi(APIView):
     class TurnReplyInput(serializers.Serializer):
-        content = serializers.CharField(trim_whitespace=False)
+        content = MessageText()
 
-    @extend_schema(operation_id="turns_reply", request=TurnReplyInput, responses={201: MessageOutput})
+    @extend_schema(
+        operation_id="turns_reply",
+        request=TurnReplyInput,
+        responses={201: MessageOutput, **error_responses(409, 422)},
+    )
     def post(self, request: Request, turn_id: int) -> Response:
         turn = get_object_or_404(
             Turn.objects.filter(team=request.auth.team, conversation__agent=request.auth.agent), pk=turn_id

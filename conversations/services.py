@@ -11,6 +11,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
+from config.exceptions import Conflict
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong
 from conversations.indexing import schedule as schedule_indexing
@@ -207,7 +208,7 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
     locked = Turn.objects.select_for_update().get(pk=turn.pk)
     if locked.reply_id is not None:
-        raise InvalidMessage("This turn already has a reply.", field="turn", code="conflict")
+        raise Conflict("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation
     reply = record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=content)
     locked.reply = reply

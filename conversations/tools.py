@@ -103,6 +103,7 @@ register(
         RecentMessagesArgs,
         RecentMessagesOut,
         run_recent_messages,
+        (404, 422),
     )
 )
 register(

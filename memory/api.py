@@ -19,6 +19,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.models import Person
+from config.schema import error_responses
 from memory import packages, services
 from memory.models import Bank, Note, Revision
 from memory.serializers import BankOutput, NoteOutput, RevisionOutput
@@ -120,7 +121,7 @@ def tool_view(tool: Tool) -> type[ToolCallApi]:
         summary=tool.description,
         tags=["tools"],
         request=tool.args,
-        responses={200: tool.result},
+        responses={200: tool.result, **error_responses(*tool.errors)},
     )(post)
     view = type(f"{tool.name.title().replace('_', '')}ToolApi", (ToolCallApi,), {"tool": tool, "post": documented})
     return view
@@ -141,6 +142,7 @@ class NoteListApi(ListAPIView):
 
     @extend_schema(
         operation_id="notes_list",
+        responses={200: NoteOutput(many=True), **error_responses(404)},
         parameters=[
             OpenApiParameter("person", OpenApiTypes.STR, description="The person's id."),
             OpenApiParameter("bank", OpenApiTypes.STR, description="A bank id, e.g. user:ada:project:apollo."),
@@ -174,11 +176,13 @@ class NoteDetailApi(APIView):
 
     @extend_schema(
         operation_id="notes_destroy",
-        responses=inline_serializer(
+        responses={
+            200: inline_serializer(
             "NoteDeleted",
             {"id": serializers.IntegerField(), "bank": serializers.CharField(), "key": serializers.CharField(),
              "action": serializers.CharField()},
-        ),
+            ),
+        },
     )  # fmt: skip
     def delete(self, request: Request, note_id: int) -> Response:
         note = self._note(request, note_id)
@@ -198,7 +202,11 @@ def _banks(request: Request) -> QuerySet[Bank]:
 class BankListApi(ListAPIView):
     serializer_class = BankOutput
 
-    @extend_schema(operation_id="banks_list", parameters=[OpenApiParameter("person", OpenApiTypes.STR)])
+    @extend_schema(
+        operation_id="banks_list",
+        parameters=[OpenApiParameter("person", OpenApiTypes.STR)],
+        responses={200: BankOutput(many=True), **error_responses(404)},
+    )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -221,7 +229,9 @@ class BankDetailApi(APIView):
     def get(self, request: Request, bank_id: str) -> Response:
         return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
 
-    @extend_schema(operation_id="banks_partial_update", request=PatchInput, responses=BankOutput)
+    @extend_schema(
+        operation_id="banks_partial_update", request=PatchInput, responses={200: BankOutput, **error_responses(403)}
+    )
     def patch(self, request: Request, bank_id: str) -> Response:
         bank = get_object_or_404(_banks(request), bank_id=bank_id)
         if not request.auth.can_admin:
@@ -242,6 +252,7 @@ class RevisionListApi(ListAPIView):
 
     @extend_schema(
         operation_id="revisions_list",
+        responses={200: RevisionOutput(many=True), **error_responses(404)},
         parameters=[
             OpenApiParameter("note", OpenApiTypes.INT),
             OpenApiParameter("person", OpenApiTypes.STR),
@@ -354,7 +365,7 @@ class ExportApi(APIView):
         operation_id="exports_retrieve",
         summary="Export everything memory holds about one person",
         parameters=[OpenApiParameter("person", OpenApiTypes.STR, required=True, description="The person's id.")],
-        responses=_PACKAGE,
+        responses={200: _PACKAGE, **error_responses(404)},
     )
     def get(self, request: Request) -> Response:
         external_id = request.query_params.get("person")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.models import Bank, Note, Revision
@@ -38,9 +39,23 @@ class BankOutput(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "The note's fields (or the attempted write) on this side of the change; null when there is "
+        "none, or when the content was erased.",
+    }
+)
+class NoteStateField(serializers.JSONField):
+    pass
+
+
 class RevisionOutput(serializers.ModelSerializer):
     bank = serializers.CharField(source="bank_ref")
     note = serializers.IntegerField(source="note_id", allow_null=True)
+    before = NoteStateField(allow_null=True)
+    after = NoteStateField(allow_null=True)
 
     class Meta:
         model = Revision

@@ -1,8 +1,9 @@
 """The agent tools: one definition per tool (arguments, result, handler) serves REST and MCP.
 
 Arguments are pydantic models so each tool's JSON schema comes from the same definition that
-validates a call. Caps are deliberately not in the schemas: the write path enforces them and
-answers 422 too_long, the same for every caller.
+validates a call. Caps appear in the schemas (maxLength) so callers know them, but pydantic does
+not enforce them: the write path does, answering 422 too_long and logging the refusal, the same
+for every caller.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
 from memory import queries, services
 from memory.exceptions import NoteNotFound
-from memory.models import Bank, Note
+from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,11 @@ class ToolContext:
 
 
 # --- argument models --------------------------------------------------------------------------
+
+
+def _cap(limit: int) -> dict[str, Any]:
+    """A cap shown in the schema but left to the write path to enforce (422 too_long, logged)."""
+    return {"maxLength": limit}
 
 
 class Context(BaseModel):
@@ -59,11 +65,22 @@ class ToolArgs(BaseModel):
 
 
 class RememberArgs(ToolArgs):
-    key: str = Field(description="A short slug naming the fact; remembering an existing key replaces it.")
-    description: str = Field(description="One line saying what the note is (at most 200 characters).")
-    content: str = Field(description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]].")
+    key: str = Field(
+        description="A short slug naming the fact; remembering an existing key replaces it.",
+        json_schema_extra=_cap(KEY_MAX),
+    )
+    description: str = Field(
+        description="One line saying what the note is (at most 200 characters).",
+        json_schema_extra=_cap(DESCRIPTION_MAX),
+    )
+    content: str = Field(
+        description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]].",
+        json_schema_extra=_cap(CONTENT_MAX),
+    )
     kind: Literal["identity", "preference", "fact", "ephemeral", "page", "daily"] = "fact"
-    category: str | None = Field(default=None, description="A label such as preferences.")
+    category: str | None = Field(
+        default=None, description="A label such as preferences.", json_schema_extra=_cap(KEY_MAX)
+    )
     bank: Literal["private", "shared", "global"] = Field(
         default="private",
         description="private: this person here; shared: everyone in the scope; global: this person everywhere.",
@@ -83,14 +100,22 @@ class RecallMemoriesArgs(ToolArgs):
 
 
 class ForgetMemoryArgs(ToolArgs):
-    key: str
+    key: str = Field(json_schema_extra=_cap(KEY_MAX))
     reason: str | None = Field(default=None, max_length=500)
 
 
 class RememberAboutUserArgs(ToolArgs):
-    observation: str = Field(description="One observation to append to the category's note.")
-    category: str = Field(description="A label such as preferences; one note per category.")
-    summary: str | None = Field(default=None, description="A one-line digest of the whole category.")
+    observation: str = Field(
+        description="One observation to append to the category's note.", json_schema_extra=_cap(CONTENT_MAX)
+    )
+    category: str = Field(
+        description="A label such as preferences; one note per category.", json_schema_extra=_cap(KEY_MAX)
+    )
+    summary: str | None = Field(
+        default=None,
+        description="A one-line digest of the whole category.",
+        json_schema_extra=_cap(DESCRIPTION_MAX),
+    )
 
 
 class RememberAboutProjectArgs(RememberAboutUserArgs):
@@ -102,8 +127,13 @@ class RememberAboutProjectArgs(RememberAboutUserArgs):
 class EditNoteArgs(ToolArgs):
     id: int = Field(description="The note's id, as returned by the remember tools.")
     mode: Literal["find_replace", "replace"]
-    find: str | None = Field(default=None, description="find_replace: the exact text to replace.")
-    content: str = Field(description="The replacement (empty removes the found text) or the whole new content.")
+    find: str | None = Field(
+        default=None, description="find_replace: the exact text to replace.", json_schema_extra=_cap(CONTENT_MAX)
+    )
+    content: str = Field(
+        description="The replacement (empty removes the found text) or the whole new content.",
+        json_schema_extra=_cap(CONTENT_MAX),
+    )
 
 
 class SearchArgs(ToolArgs):
@@ -373,6 +403,8 @@ class Tool:
     args: type[ToolArgs]
     result: type[BaseModel]
     run: Callable[[ToolContext, Any], dict[str, Any]]
+    # Error statuses this tool adds to those every call can meet (400, 401, 413, 415, 429): the schema documents them.
+    errors: tuple[int, ...] = (422,)
 
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
@@ -397,6 +429,7 @@ for _tool in [
         RememberArgs,
         WriteOut,
         run_remember,
+        (409, 422),
     ),
     Tool(
         "recall_memories",
@@ -411,6 +444,7 @@ for _tool in [
         ForgetMemoryArgs,
         WriteOut,
         run_forget_memory,
+        (404, 422),
     ),
     Tool(
         "remember_about_user",
@@ -419,6 +453,7 @@ for _tool in [
         RememberAboutUserArgs,
         WriteOut,
         run_remember_about_user,
+        (409, 422),
     ),
     Tool(
         "remember_about_project",
@@ -426,6 +461,7 @@ for _tool in [
         RememberAboutProjectArgs,
         WriteOut,
         run_remember_about_project,
+        (409, 422),
     ),
     Tool(
         "edit_note",
@@ -434,6 +470,7 @@ for _tool in [
         EditNoteArgs,
         WriteOut,
         run_edit_note,
+        (404, 422),
     ),
     Tool(
         "search",

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
 
@@ -112,3 +117,68 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
             process.kill()
             process.wait()
         log.close()
+
+
+def subprocess_env() -> dict[str, str]:
+    from tests.conftest import TEST_QUEUE
+
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}  # ORM-from-async must fail there
+    return {
+        **env,
+        "DATABASE_URL": database_url_for_subprocesses(),
+        "CELERY_QUEUE": TEST_QUEUE,
+        "EMBEDDER": "hashing",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def asgi_server(name: str, **env_overrides: str) -> Iterator[str]:
+    """config.asgi:application under uvicorn (as `make run` serves it), on this run's test database.
+
+    Call it with the database unblocked; the server is stopped when the block ends.
+    """
+    env = {**subprocess_env(), **env_overrides}
+    port = free_port()
+    log = open(settings.DATA_DIR / f"test-uvicorn-{name}-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+         "--lifespan", "on", "--no-access-log"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"uvicorn exited during start-up:\n{log.read()[-4000:]}")
+            try:
+                httpx.get(f"{url}/mcp", timeout=5)  # 401 at once: no database, worker or redis involved
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    pytest.fail("uvicorn did not answer within 30s")
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def web_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
+    """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach."""
+    with django_db_blocker.unblock(), asgi_server("web", API_RATE="1000000/min") as url:
+        yield url

@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -26,22 +23,9 @@ from accounts.services import revoke_api_key
 from config.mcp import build_server
 from memory.models import Note
 from memory.tools import REGISTRY
-from tests.fixtures import ROOT, database_url_for_subprocesses
+from tests.fixtures import ROOT, subprocess_env
 
 HOME = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
-
-
-def subprocess_env() -> dict[str, str]:
-    from tests.conftest import TEST_QUEUE
-
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}  # ORM-from-async must fail there
-    return {
-        **env,
-        "DATABASE_URL": database_url_for_subprocesses(),
-        "CELERY_QUEUE": TEST_QUEUE,
-        "EMBEDDER": "hashing",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
 
 
 def rest_tools(tenant) -> dict[str, dict[str, Any]]:
@@ -167,49 +151,6 @@ def test_stdio_server_refuses_a_revoked_key(tenant):
 
 
 # --- streamable HTTP --------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def web_server(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """config.asgi:application under uvicorn, on the test database."""
-    with django_db_blocker.unblock():
-        env = subprocess_env()
-    port = free_port()
-    log = open(settings.DATA_DIR / f"test-uvicorn-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--lifespan", "on", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"uvicorn exited during start-up:\n{log.read()[-4000:]}")
-            try:
-                httpx.get(f"{url}/mcp", timeout=5)  # 401 at once: no database, worker or redis involved
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    pytest.fail("uvicorn did not answer within 30s")
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 @asynccontextmanager

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from django.conf import settings
 
 from config.mcp import transport_security
-from tests.fixtures import ROOT
-from tests.test_mcp import free_port, subprocess_env
+from tests.fixtures import asgi_server
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -26,39 +20,12 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 @pytest.fixture(scope="module")
 def limited_server(django_db_setup, django_db_blocker) -> Iterator[str]:
-    """config.asgi:application under uvicorn on the test database, with API_RATE at 3 an hour per key."""
-    with django_db_blocker.unblock():
-        env = {**subprocess_env(), "API_RATE": "3/hour", "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]"}
-    port = free_port()
-    log = open(settings.DATA_DIR / f"test-uvicorn-limits-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--lifespan", "on", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"uvicorn exited during start-up:\n{log.read()[-4000:]}")
-            try:
-                httpx.get(f"{url}/mcp", timeout=5)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    pytest.fail("uvicorn did not answer within 30s")
-                time.sleep(0.1)
+    """The ASGI app under uvicorn on the test database, with API_RATE at 3 an hour per key."""
+    with (
+        django_db_blocker.unblock(),
+        asgi_server("limits", API_RATE="3/hour", ALLOWED_HOSTS="localhost,127.0.0.1,[::1]") as url,
+    ):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def initialize(url: str, key: str | None, **headers: str) -> httpx.Response:

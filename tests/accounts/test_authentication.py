@@ -68,3 +68,11 @@ def test_a_key_of_one_agent_never_authenticates_another(tenant):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {other.plaintext}")
     assert client.get("/api/v1/me").json()["agent"] == other.api_key.agent.slug
+    # The two keys act as their own agents, never as each other, even within one team.
+    assert tenant.client.get("/api/v1/me").json()["agent"] == tenant.agent.slug
+    assert other.api_key.agent != tenant.agent
+    # A key with its secret swapped for the other key's secret (same prefix) is refused.
+    scheme, prefix, _secret = tenant.key.plaintext.split("_", 2)
+    forged = f"{scheme}_{prefix}_{other.plaintext.split('_', 2)[2]}"
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {forged}")
+    assert client.get("/api/v1/me").status_code == 401

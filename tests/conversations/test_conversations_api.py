@@ -26,7 +26,9 @@ def test_turns_record_the_message_and_return_the_composition(tenant):
     assert reply.status_code == 201
     assert Turn.objects.get().reply.content == "Welcome to Bergen!"
     again = tenant.client.post(f"/api/v1/turns/{body['turn']}/reply", {"content": "twice"}, format="json")
-    assert again.status_code == 400
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "conflict"
+    assert again.json()["error"]["field"] == "turn"
     second = post_turn(tenant.client, message="What did I just tell you?").json()
     assert second["conversation"] == body["conversation"]
     assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]

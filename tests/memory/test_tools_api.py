@@ -122,16 +122,23 @@ def test_full_bank_is_409_bank_full(tenant, mocker):
 def test_bounded_bank_refusal_is_409_refused_naming_the_weakest(tenant):
     from memory.services import Actor, update_bank_settings
 
+    # Seven identities and one preference, written in the middle: the preference is the weakest by
+    # worth, though neither the oldest nor the newest note, so only the policy can pick it.
     for i in range(8):
-        remember(tenant, key=f"name-{i}", kind="identity")
+        if i == 3:
+            remember(tenant, key="likes-tea", kind="preference", content="Likes tea.")
+        else:
+            remember(tenant, key=f"name-{i}", kind="identity")
     bank = Bank.objects.get()
     update_bank_settings(bank=bank, actor=Actor("admin", "test"), changes={"policy": "bounded", "capacity": 8})
     response = remember(tenant, key="on-the-train", kind="ephemeral", content="On the train.")
     assert response.status_code == 409
     error = response.json()["error"]
     assert error["code"] == "refused"
-    assert "'name-0'" in error["message"] or "weakest note it holds" in error["message"]
+    assert "'likes-tea' (preference" in error["message"]
+    assert "'name-" not in error["message"]
     assert Note.objects.count() == 8
+    assert not Note.objects.filter(key="on-the-train").exists()
 
 
 def test_bounded_bank_eviction_is_reported_in_the_result(tenant):
