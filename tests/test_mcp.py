@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -26,7 +27,7 @@ from accounts.services import revoke_api_key
 from config.mcp import build_server
 from memory.models import Note
 from memory.tools import REGISTRY
-from tests.fixtures import ROOT, database_url_for_subprocesses
+from tests.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
 
 HOME = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
 
@@ -110,6 +111,10 @@ def test_mcp_exposes_exactly_the_rest_registry(tenant):
     run_in_own_loop(scenario())
 
 
+# Each request of a client session gets an answer within this, or the test fails instead of hanging.
+SESSION_DEADLINE = timedelta(seconds=WORKER_DEADLINE)
+
+
 # --- stdio ------------------------------------------------------------------------------------
 
 
@@ -119,7 +124,10 @@ async def stdio_session(key: str) -> AsyncIterator[ClientSession]:
         command=sys.executable, args=["manage.py", "mcp", "--agent-key", key], env=subprocess_env(), cwd=str(ROOT)
     )
     with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=SESSION_DEADLINE) as session,
+        ):
             await session.initialize()
             yield session
 
@@ -189,7 +197,7 @@ def web_server(django_db_setup, django_db_blocker) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WORKER_DEADLINE
         while True:
             if process.poll() is not None:
                 log.seek(0)
@@ -199,7 +207,7 @@ def web_server(django_db_setup, django_db_blocker) -> Iterator[str]:
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline:
-                    pytest.fail("uvicorn did not answer within 30s")
+                    pytest.fail(f"uvicorn did not answer within {WORKER_DEADLINE:.0f}s")
                 time.sleep(0.1)
         yield url
     finally:
@@ -215,9 +223,9 @@ def web_server(django_db_setup, django_db_blocker) -> Iterator[str]:
 @asynccontextmanager
 async def http_session(url: str, key: str) -> AsyncIterator[ClientSession]:
     async with (
-        httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as client,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=WORKER_DEADLINE) as client,
         streamable_http_client(f"{url}/mcp", http_client=client) as (read, write, _),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, read_timeout_seconds=SESSION_DEADLINE) as session,
     ):
         await session.initialize()
         yield session
