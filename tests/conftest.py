@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import BrowserContext, expect
 
 from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
 
@@ -77,6 +78,20 @@ def artifact(request: pytest.FixtureRequest):
         return str(ARTIFACTS / f"{request.node.name}-{name}.png")
 
     return path
+
+
+# Every browser wait is for something the page must show (a selector, a URL, a count); this is its
+# deadline. It is long because CI and developer machines are busy 2-core boxes: a passing test never
+# waits for it, and Playwright's own defaults (5 s for expect(), 30 s for actions) are too short there.
+BROWSER_DEADLINE_MS = 60_000
+expect.set_options(timeout=BROWSER_DEADLINE_MS)
+
+
+@pytest.fixture
+def context(context: BrowserContext) -> BrowserContext:
+    context.set_default_timeout(BROWSER_DEADLINE_MS)
+    context.set_default_navigation_timeout(BROWSER_DEADLINE_MS)
+    return context
 
 
 @pytest.fixture(scope="session")

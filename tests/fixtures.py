@@ -7,7 +7,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,10 @@ from accounts.services import IssuedKey, issue_api_key
 from tests.factories import AgentFactory, TeamFactory
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# How long a test waits for a real worker or server to get somewhere. It is a deadline, not a delay:
+# a passing test stops waiting as soon as what it needs is there, and a busy 2-core machine is slow.
+WORKER_DEADLINE = 120.0
 
 
 @dataclass
@@ -97,7 +102,7 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WORKER_DEADLINE
         while True:
             if process.poll() is not None:
                 log.seek(0)
@@ -107,7 +112,9 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
                 break
             if time.monotonic() > deadline:
                 log.seek(0)
-                pytest.fail(f"The Celery worker did not answer a ping within 60s:\n{log.read()[-4000:]}")
+                pytest.fail(
+                    f"The Celery worker did not answer a ping within {WORKER_DEADLINE:.0f}s:\n{log.read()[-4000:]}"
+                )
         yield process
     finally:
         process.terminate()
@@ -154,7 +161,7 @@ def asgi_server(name: str, **env_overrides: str) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WORKER_DEADLINE
         while True:
             if process.poll() is not None:
                 log.seek(0)
@@ -164,7 +171,7 @@ def asgi_server(name: str, **env_overrides: str) -> Iterator[str]:
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline:
-                    pytest.fail("uvicorn did not answer within 30s")
+                    pytest.fail(f"uvicorn did not answer within {WORKER_DEADLINE:.0f}s")
                 time.sleep(0.1)
         yield url
     finally:
@@ -182,3 +189,27 @@ def web_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach."""
     with django_db_blocker.unblock(), asgi_server("web", API_RATE="1000000/min") as url:
         yield url
+
+
+def wait_until(condition: Callable[[], object], *, worker: subprocess.Popen[str], what: str) -> None:
+    """Poll `condition` (a database read) until it is true; fail at once if the worker died."""
+    deadline = time.monotonic() + WORKER_DEADLINE
+    while not condition():
+        assert worker.poll() is None, f"the worker died while waiting for {what}"
+        assert time.monotonic() < deadline, f"the worker did not get to {what} within {WORKER_DEADLINE:.0f}s"
+        time.sleep(0.05)
+
+
+def wait_for_worker_to_drain(worker: subprocess.Popen[str]) -> None:
+    """Return once the worker has run every task sent before this call.
+
+    The test worker takes one task at a time from one queue, in the order they were sent
+    (concurrency 1, prefetch 1), so when a heartbeat sent now has been recorded, every earlier
+    task has run. This replaces sleeping "long enough" before asserting that something did not happen.
+    """
+    from config.models import Heartbeat
+    from config.tasks import record_heartbeat
+
+    name = f"drain-{uuid.uuid4().hex[:8]}"
+    record_heartbeat.delay(name=name)
+    wait_until(Heartbeat.objects.filter(name=name).exists, worker=worker, what="a heartbeat sent after the others")

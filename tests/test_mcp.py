@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from accounts.services import revoke_api_key
 from config.mcp import build_server
 from memory.models import Note
 from memory.tools import REGISTRY
-from tests.fixtures import ROOT, subprocess_env
+from tests.fixtures import ROOT, WORKER_DEADLINE, subprocess_env
 
 HOME = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
 
@@ -94,6 +95,10 @@ def test_mcp_exposes_exactly_the_rest_registry(tenant):
     run_in_own_loop(scenario())
 
 
+# Each request of a client session gets an answer within this, or the test fails instead of hanging.
+SESSION_DEADLINE = timedelta(seconds=WORKER_DEADLINE)
+
+
 # --- stdio ------------------------------------------------------------------------------------
 
 
@@ -103,7 +108,10 @@ async def stdio_session(key: str) -> AsyncIterator[ClientSession]:
         command=sys.executable, args=["manage.py", "mcp", "--agent-key", key], env=subprocess_env(), cwd=str(ROOT)
     )
     with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=SESSION_DEADLINE) as session,
+        ):
             await session.initialize()
             yield session
 
@@ -156,9 +164,9 @@ def test_stdio_server_refuses_a_revoked_key(tenant):
 @asynccontextmanager
 async def http_session(url: str, key: str) -> AsyncIterator[ClientSession]:
     async with (
-        httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as client,
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=WORKER_DEADLINE) as client,
         streamable_http_client(f"{url}/mcp", http_client=client) as (read, write, _),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, read_timeout_seconds=SESSION_DEADLINE) as session,
     ):
         await session.initialize()
         yield session

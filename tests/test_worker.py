@@ -2,6 +2,8 @@ import pytest
 
 from config.models import Heartbeat
 from config.tasks import record_heartbeat
+from memory.models import Bank
+from tests.fixtures import wait_until
 
 
 @pytest.mark.worker
@@ -9,13 +11,7 @@ from config.tasks import record_heartbeat
 def test_a_real_worker_runs_a_task_against_the_test_database(celery_worker_process):
     assert not Heartbeat.objects.filter(name="from-test").exists()
     record_heartbeat.delay(name="from-test")
-    import time
-
-    deadline = time.monotonic() + 30
-    while not Heartbeat.objects.filter(name="from-test").exists():
-        assert celery_worker_process.poll() is None, "the worker died"
-        assert time.monotonic() < deadline, "the worker did not run the task within 30s"
-        time.sleep(0.1)
+    wait_until(Heartbeat.objects.filter(name="from-test").exists, worker=celery_worker_process, what="the task")
     assert Heartbeat.objects.get(name="from-test").hostname
 
 
@@ -23,10 +19,6 @@ def test_a_real_worker_runs_a_task_against_the_test_database(celery_worker_proce
 @pytest.mark.django_db(transaction=True)
 def test_crossing_the_soft_limit_runs_consolidation_on_a_real_worker(celery_worker_process, tenant, settings):
     """The write path enqueues consolidation on commit; a real worker runs it against the test DB."""
-    import time
-
-    from memory.models import Bank
-
     settings.MEMORY_SOFT_LIMIT = 2
     settings.MEMORY_HARD_LIMIT = 10
     for i in range(3):
@@ -36,14 +28,9 @@ def test_crossing_the_soft_limit_runs_consolidation_on_a_real_worker(celery_work
             format="json",
         )
         assert response.status_code == 200
-    deadline = time.monotonic() + 30
-    while True:
-        bank = Bank.objects.get(bank_id="user:ada")
-        if bank.last_consolidation_at is not None:
-            break
-        assert celery_worker_process.poll() is None, "the worker died"
-        assert time.monotonic() < deadline, "consolidation did not run within 30s"
-        time.sleep(0.1)
+    consolidated = Bank.objects.filter(team=tenant.team, bank_id="user:ada", last_consolidation_at__isnull=False)
+    wait_until(consolidated.exists, worker=celery_worker_process, what="consolidation")
+    bank = Bank.objects.get(team=tenant.team, bank_id="user:ada")
     assert bank.full is True
     assert bank.consolidation_pending is False
     assert "latched FULL" in bank.last_consolidation_outcome

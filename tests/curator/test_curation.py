@@ -324,7 +324,7 @@ def test_the_openai_provider_cannot_smuggle_instructions_past_the_framing(tenant
     }
     say(conversation, ("Hello there", "Hi"))
     with chat_server(Script(replies=[(200, json.dumps(plan))])) as url:
-        provider = OpenAIProvider(base_url=url, api_key="k", model="m", timeout=2, max_retries=0)
+        provider = OpenAIProvider(base_url=url, api_key="k", model="m", timeout=30, max_retries=0)
         curate_conversation(conversation_id=conversation.pk, provider=provider)
     assert Note.objects.get(key="odd").content == hostile  # stored as plain text, nothing executed
     conversation.refresh_from_db()

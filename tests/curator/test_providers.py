@@ -35,7 +35,8 @@ PLAN = {
 }
 
 
-def provider(url: str, timeout: float = 2.0, retries: int = 2) -> OpenAIProvider:
+# A local server that must answer gets a generous deadline; the timeout test sets its own short one.
+def provider(url: str, timeout: float = 30.0, retries: int = 2) -> OpenAIProvider:
     return OpenAIProvider(base_url=url, api_key="sk-test", model="test-model", timeout=timeout, max_retries=retries)
 
 

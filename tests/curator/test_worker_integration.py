@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from conversations.models import Conversation
 from curator.models import ProviderCall
 from memory.models import Note, Revision
+from tests.fixtures import wait_for_worker_to_drain, wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(condition, worker, seconds=45):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert worker.poll() is None, "the worker died"
-        assert time.monotonic() < deadline, "the worker did not get there in time"
-        time.sleep(0.1)
 
 
 def exchange(client, message, reply="Got it.", **extra):
@@ -35,9 +26,10 @@ def test_a_conversation_crossing_the_threshold_is_curated_exactly_once(celery_wo
     for line in lines[:3]:
         turn = exchange(tenant.client, line)
     conversation = Conversation.objects.get(pk=turn["conversation"])
-    wait_for(lambda: Conversation.objects.get(pk=conversation.pk).last_curated_at is not None, celery_worker_process)
+    curated = Conversation.objects.filter(pk=conversation.pk, last_curated_at__isnull=False)
+    wait_until(curated.exists, worker=celery_worker_process, what="the curator pass")
     exchange(tenant.client, lines[3])  # one more exchange: below the threshold again
-    time.sleep(1.5)
+    wait_for_worker_to_drain(celery_worker_process)  # a second pass, had one been sent, has run by now
     conversation.refresh_from_db()
     assert ProviderCall.objects.filter(purpose="curate").count() == 1
     assert conversation.curated_through == 6
@@ -50,7 +42,7 @@ def test_the_seed_script_on_a_worker_with_the_rules_provider(celery_worker_proce
     first = exchange(tenant.client, "Hi, I'm Ada and I live in Oslo.", "Nice to meet you, Ada!")
     ended = tenant.client.post(f"/api/v1/conversations/{first['conversation']}/end")
     assert ended.status_code == 200
-    wait_for(lambda: Note.objects.filter(key="home-city").exists(), celery_worker_process)
+    wait_until(Note.objects.filter(key="home-city").exists, worker=celery_worker_process, what="the home-city note")
 
     asked = tenant.client.post(
         "/api/v1/turns", {"person": "ada", "message": "Where do I live?", "profile": "memory_only"}, format="json"
@@ -64,7 +56,8 @@ def test_the_seed_script_on_a_worker_with_the_rules_provider(celery_worker_proce
     tenant.client.post(f"/api/v1/turns/{asked['turn']}/reply", {"content": "In Oslo."}, format="json")
     moved = exchange(tenant.client, "I moved to Bergen.", "Exciting!")
     tenant.client.post(f"/api/v1/conversations/{moved['conversation']}/end")
-    wait_for(lambda: "Bergen" in Note.objects.get(key="home-city").content, celery_worker_process)
+    moved_to_bergen = Note.objects.filter(key="home-city", content__contains="Bergen")
+    wait_until(moved_to_bergen.exists, worker=celery_worker_process, what="the move to Bergen")
     assert Note.objects.filter(key="home-city").count() == 1
     assert Revision.objects.get(note_key="home-city", action="update").before["content"] == "Lives in Oslo."
 
@@ -86,7 +79,7 @@ def test_a_bounded_bank_of_eight_on_the_worker(celery_worker_process, tenant):
         turn = exchange(tenant.client, statement)
         tenant.client.post(f"/api/v1/conversations/{turn['conversation']}/end")
         curated = Conversation.objects.filter(pk=turn["conversation"], last_curated_at__isnull=False)
-        wait_for(curated.exists, celery_worker_process)
+        wait_until(curated.exists, worker=celery_worker_process, what=f"the curator pass after {statement!r}")
         assert ProviderCall.objects.filter(purpose="curate").count() == number
     kept = set(Note.objects.filter(bank=bank).values_list("key", flat=True))
     assert len(kept) == 8

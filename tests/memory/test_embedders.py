@@ -54,7 +54,8 @@ def test_hashing_embedder_is_deterministic_and_normalised():
     assert embedder.model == "hashing-v1-64"
 
 
-def client(url: str, dim: int = 8, timeout: float = 2.0) -> OpenAIEmbedder:
+# A local server that must answer gets a generous deadline; the timeout tests set their own short one.
+def client(url: str, dim: int = 8, timeout: float = 30.0) -> OpenAIEmbedder:
     return OpenAIEmbedder(base_url=url, model="test-embed", dim=dim, api_key="sk-test", timeout=timeout)
 
 

@@ -17,7 +17,7 @@ from curator.services import consolidate_bank
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.services import delete_note, expire_notes, latch_full, remember
-from tests.fixtures import ROOT, database_url_for_subprocesses
+from tests.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
 from tests.memory.conftest import note_fields
 
 pytestmark = pytest.mark.django_db
@@ -110,10 +110,9 @@ def test_expiry_removes_notes_with_actor_expiry(tenant, person, actor):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant):
+def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant, tmp_path):
     person = Person.objects.create(team=tenant.team, external_id="ada")
     env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses()}
-    start_at = time.time() + 4.0  # all six processes are up and waiting by then
     workers = [
         subprocess.Popen(
             [
@@ -123,7 +122,7 @@ def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenan
                 str(tenant.team.pk),
                 str(person.pk),
                 str(i),
-                str(start_at),
+                str(tmp_path),
             ],
             env=env,
             cwd=ROOT,
@@ -133,8 +132,17 @@ def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenan
         )
         for i in range(6)
     ]
+    # Start them together once all six are up (however slow the machine), so the upserts really race.
+    deadline = time.monotonic() + WORKER_DEADLINE
+    while len(list(tmp_path.glob("ready-*"))) < len(workers):
+        for worker in workers:
+            if worker.poll() is not None:
+                pytest.fail(f"an upsert process exited before it was ready:\n{worker.communicate()[0]}")
+        assert time.monotonic() < deadline, f"the upsert processes were not ready within {WORKER_DEADLINE:.0f}s"
+        time.sleep(0.05)
+    (tmp_path / "go").touch()
     for worker in workers:
-        output, _ = worker.communicate(timeout=120)
+        output, _ = worker.communicate(timeout=WORKER_DEADLINE)
         assert worker.returncode == 0, output
     assert Note.objects.filter(key="favourite-colour").count() == 1
     revisions = Revision.objects.filter(note_key="favourite-colour")

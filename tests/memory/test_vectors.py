@@ -242,6 +242,7 @@ def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(setti
             assert "timed out" in degraded
         assert len(behaviour.requests) == 1  # one timeout for the turn, not four
         behaviour.mode = "ok"
+        settings.EMBEDDING_TIMEOUT = 30.0  # from here on it must answer: a deadline, not a race on a busy machine
         get_embedder().embed(["the embedder answers again"])
         vector, degraded = vectors.embed_query("a turn's message")
         assert vector is not None
