@@ -26,12 +26,13 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework.exceptions import ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
 from config.errors import api_exception_handler, error_body
-from memory.api import parse_args
+from memory.api import parse_args, refuse_tool_call
 from memory.tools import REGISTRY, ToolContext
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,12 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
         return error_body("not_found", f"There is no tool {name!r}; list the tools for their names."), True
     context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
     try:
-        return tool.run(context, parse_args(tool, arguments)), False
+        try:
+            args = parse_args(tool, arguments)
+        except ValidationError as exc:
+            refuse_tool_call(context, tool, arguments, exc)
+            raise
+        return tool.run(context, args), False
     except Exception as exc:  # the outermost edge of an MCP call: map it as the REST handler does, or log it
         response = api_exception_handler(exc, {})
         if response is None:

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from accounts.services import get_or_create_person
+from config.fields import IdentifierField, IntegerField, TextField
 from conversations import services
 from conversations.composer import PROFILES, composition_to_json
 from conversations.models import Conversation, Message, Turn
@@ -48,7 +49,7 @@ class ConversationListCreateApi(ListAPIView):
     serializer_class = ConversationOutput
 
     class ConversationCreateInput(serializers.Serializer):
-        person = serializers.CharField(max_length=200)
+        person = IdentifierField(max_length=200)
 
     def get_queryset(self) -> QuerySet[Conversation]:
         conversations = _conversations(self.request).order_by("-started_at", "-pk")
@@ -99,8 +100,8 @@ class MessageListCreateApi(ListAPIView):
 
     class MessageCreateInput(serializers.Serializer):
         role = serializers.ChoiceField(choices=Message.Role.choices)
-        content = serializers.CharField(trim_whitespace=False)
-        external_id = serializers.CharField(max_length=100, required=False, allow_blank=True)
+        content = TextField()
+        external_id = IdentifierField(max_length=100, required=False, allow_blank=True)
 
     def get_queryset(self) -> QuerySet[Message]:
         conversation = get_object_or_404(_conversations(self.request), pk=self.kwargs["conversation_id"])
@@ -133,8 +134,8 @@ class MessageDetailApi(APIView):
 
 
 class ContextInput(serializers.Serializer):
-    refs = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    refs = serializers.DictField(child=serializers.ListField(child=IdentifierField()), required=False)
+    tags = serializers.ListField(child=IdentifierField(), required=False)
 
 
 TurnOutput = inline_serializer(
@@ -156,13 +157,13 @@ class TurnCreateApi(APIView):
     """Record the person's message and compose what the agent is given for this turn."""
 
     class TurnCreateInput(serializers.Serializer):
-        person = serializers.CharField(max_length=200)
-        message = serializers.CharField(trim_whitespace=False)
-        conversation = serializers.IntegerField(required=False)
-        scope = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        person = IdentifierField(max_length=200)
+        message = TextField()
+        conversation = IntegerField(required=False, min_value=1)
+        scope = IdentifierField(max_length=200, required=False, allow_blank=True)
         context = ContextInput(required=False)
         profile = serializers.ChoiceField(choices=PROFILES, default="full")
-        persona = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        persona = TextField(required=False, allow_blank=True)
 
     @extend_schema(operation_id="turns_create", request=TurnCreateInput, responses={201: TurnOutput})
     def post(self, request: Request) -> Response:
@@ -189,7 +190,7 @@ class TurnCreateApi(APIView):
 
 class TurnReplyApi(APIView):
     class TurnReplyInput(serializers.Serializer):
-        content = serializers.CharField(trim_whitespace=False)
+        content = TextField()
 
     @extend_schema(operation_id="turns_reply", request=TurnReplyInput, responses={201: MessageOutput})
     def post(self, request: Request, turn_id: int) -> Response:

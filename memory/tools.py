@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
+from config.text import INT64_MAX, Identifier, Line, Text
 from memory import queries, services
 from memory.exceptions import NoteNotFound
 from memory.models import Bank, Note
@@ -38,16 +39,16 @@ class ToolContext:
 
 class Context(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    refs: dict[str, list[str]] = Field(
+    refs: dict[Identifier, list[Identifier]] = Field(
         default_factory=dict, description='Concrete references of this turn, e.g. {"project": ["P"]}.'
     )
-    tags: list[str] = Field(default_factory=list, description="Ontology ids this turn is about.")
+    tags: list[Identifier] = Field(default_factory=list, description="Ontology ids this turn is about.")
 
 
 class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    person: str = Field(min_length=1, max_length=200, description="The agent platform's id for the person.")
-    scope: str | None = Field(
+    person: Identifier = Field(min_length=1, max_length=200, description="The agent platform's id for the person.")
+    scope: Identifier | None = Field(
         default=None, max_length=200, description="Where the conversation happens, e.g. project:apollo."
     )
     context: Context | None = Field(default=None, description="What this turn is about; decides which notes apply.")
@@ -59,60 +60,62 @@ class ToolArgs(BaseModel):
 
 
 class RememberArgs(ToolArgs):
-    key: str = Field(description="A short slug naming the fact; remembering an existing key replaces it.")
-    description: str = Field(description="One line saying what the note is (at most 200 characters).")
-    content: str = Field(description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]].")
+    key: Identifier = Field(description="A short slug naming the fact; remembering an existing key replaces it.")
+    description: Line = Field(description="One line saying what the note is (at most 200 characters).")
+    content: Text = Field(
+        description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]]."
+    )
     kind: Literal["identity", "preference", "fact", "ephemeral", "page", "daily"] = "fact"
-    category: str | None = Field(default=None, description="A label such as preferences.")
+    category: Identifier | None = Field(default=None, description="A label such as preferences.")
     bank: Literal["private", "shared", "global"] = Field(
         default="private",
         description="private: this person here; shared: everyone in the scope; global: this person everywhere.",
     )
-    scope_refs: dict[str, list[str]] | None = Field(
+    scope_refs: dict[Identifier, list[Identifier]] | None = Field(
         default=None, description='Limit the note to references, e.g. {"project": ["P"], "work_item": ["A", "B"]}.'
     )
-    semantics: list[str] | None = Field(default=None, description="Exact ontology ids the note is about.")
+    semantics: list[Identifier] | None = Field(default=None, description="Exact ontology ids the note is about.")
     expires_at: datetime | None = Field(
         default=None, description="When the note stops applying (ISO 8601); it is then removed and logged."
     )
 
 
 class RecallMemoriesArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=5, ge=1, le=50)
 
 
 class ForgetMemoryArgs(ToolArgs):
-    key: str
-    reason: str | None = Field(default=None, max_length=500)
+    key: Identifier
+    reason: Line | None = Field(default=None, max_length=500)
 
 
 class RememberAboutUserArgs(ToolArgs):
-    observation: str = Field(description="One observation to append to the category's note.")
-    category: str = Field(description="A label such as preferences; one note per category.")
-    summary: str | None = Field(default=None, description="A one-line digest of the whole category.")
+    observation: Text = Field(description="One observation to append to the category's note.")
+    category: Identifier = Field(description="A label such as preferences; one note per category.")
+    summary: Line | None = Field(default=None, description="A one-line digest of the whole category.")
 
 
 class RememberAboutProjectArgs(RememberAboutUserArgs):
-    project: str = Field(
+    project: Identifier = Field(
         min_length=1, max_length=150, description="The project's id; the note goes to its shared bank."
     )
 
 
 class EditNoteArgs(ToolArgs):
-    id: int = Field(description="The note's id, as returned by the remember tools.")
+    id: int = Field(ge=1, le=INT64_MAX, description="The note's id, as returned by the remember tools.")
     mode: Literal["find_replace", "replace"]
-    find: str | None = Field(default=None, description="find_replace: the exact text to replace.")
-    content: str = Field(description="The replacement (empty removes the found text) or the whole new content.")
+    find: Text | None = Field(default=None, description="find_replace: the exact text to replace.")
+    content: Text = Field(description="The replacement (empty removes the found text) or the whole new content.")
 
 
 class SearchArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=10, ge=1, le=50)
 
 
 class RecallArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     budget_chars: int = Field(default=4000, ge=100, le=50_000)
     depth: int = Field(default=1, ge=0, le=3)
     max_per_source: int = Field(default=1000, ge=50, le=10_000)
@@ -373,6 +376,7 @@ class Tool:
     args: type[ToolArgs]
     result: type[BaseModel]
     run: Callable[[ToolContext, Any], dict[str, Any]]
+    writes: bool = False  # a refused call of a writing tool is logged in the revision log
 
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
@@ -397,6 +401,7 @@ for _tool in [
         RememberArgs,
         WriteOut,
         run_remember,
+        writes=True,
     ),
     Tool(
         "recall_memories",
@@ -411,6 +416,7 @@ for _tool in [
         ForgetMemoryArgs,
         WriteOut,
         run_forget_memory,
+        writes=True,
     ),
     Tool(
         "remember_about_user",
@@ -419,6 +425,7 @@ for _tool in [
         RememberAboutUserArgs,
         WriteOut,
         run_remember_about_user,
+        writes=True,
     ),
     Tool(
         "remember_about_project",
@@ -426,6 +433,7 @@ for _tool in [
         RememberAboutProjectArgs,
         WriteOut,
         run_remember_about_project,
+        writes=True,
     ),
     Tool(
         "edit_note",
@@ -434,6 +442,7 @@ for _tool in [
         EditNoteArgs,
         WriteOut,
         run_edit_note,
+        writes=True,
     ),
     Tool(
         "search",
