@@ -53,6 +53,32 @@ def _declared_length(value: str | None) -> int | str | None:
     return int(value)
 
 
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None when the client went away. Bounded by AsgiBodyLimit in front."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands an app the body already read, then whatever comes after (the disconnect)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class AsgiBodyLimit:
     def __init__(self, app: AsgiApp, *, limit: int) -> None:
         self.app = app
@@ -88,19 +114,10 @@ class AsgiBodyLimit:
             if not message.get("more_body", False):
                 break
 
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()  # after the body: the disconnect, when it comes
-
         kept = [(name, value) for name, value in headers if name.lower() != b"transfer-encoding"]
         if body or len(kept) != len(headers):
             kept.append((b"content-length", str(len(body)).encode()))
-        await self.app({**scope, "headers": kept}, replay, send)
+        await self.app({**scope, "headers": kept}, replaying(bytes(body), receive), send)
 
     async def _refuse(self, scope: Scope, send: Send, status: int, code: str, message: str) -> None:
         logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), message)

@@ -31,7 +31,9 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
+from config.bodylimit import read_body, replaying
 from config.errors import api_exception_handler, error_body
+from config.text import MAX_JSON_DEPTH
 from memory.api import parse_args, refuse_tool_call
 from memory.tools import REGISTRY, ToolContext
 
@@ -219,4 +221,22 @@ class McpMount:
             message = "The MCP endpoint needs the ASGI lifespan; run the server with it on (uvicorn's default)."
             await _send_json(send, 503, error_body("unavailable", message), [])
             return
-        await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, receive, send)
+        body = await read_body(receive)
+        if body is None:
+            return
+        if scope["method"] == "POST" and (problem := _nesting_problem(body)):
+            await _send_json(send, 400, error_body("invalid", problem), [])
+            return
+        await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, replaying(body, receive), send)
+
+
+def _nesting_problem(body: bytes) -> str | None:
+    # The SDK parses with json.loads and answers 500 when that runs out of stack: refuse it first.
+    # (Anything else that does not parse is the SDK's to answer, with a JSON-RPC parse error.)
+    try:
+        json.loads(body)
+    except RecursionError:
+        return f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter one."
+    except ValueError:
+        return None
+    return None

@@ -24,5 +24,14 @@ class JSONParser(parsers.JSONParser):
                 f"JSON parse error - the document is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter one."
             ) from None
         if (problem := find_unstorable(data)) is not None:
-            raise exceptions.ValidationError({problem.field: [problem.message]})
+            raise RefusedDocument({problem.field: [problem.message]}, document=data)
         return data
+
+
+class RefusedDocument(exceptions.ValidationError):
+    """A body that parsed but holds what no field can take. It keeps the document, so that a
+    refused write can still be logged (escaped) with what was attempted."""
+
+    def __init__(self, detail: Any, *, document: Any) -> None:
+        super().__init__(detail)
+        self.document = document

@@ -159,6 +159,7 @@ class TextValidator:
 class Problem:
     field: str
     message: str
+    value: Any = None  # what was refused there
 
 
 def _join(path: str, name: str) -> str:
@@ -173,26 +174,30 @@ def find_unstorable(value: Any, path: str = "", depth: int = 0) -> Problem | Non
     (identifiers, one-line text) are the fields' own.
     """
     if depth > MAX_JSON_DEPTH:
-        return Problem(path or "body", f"is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter document.")
+        return Problem(
+            path or "body", f"is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter document.", "(nested)"
+        )
     if isinstance(value, str):
         problem = text_problem(value, TextKind.TEXT)
-        return Problem(path or "body", problem) if problem else None
+        return Problem(path or "body", problem, value) if problem else None
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
         if abs(value) > INT64_MAX:
-            return Problem(path or "body", "is a number out of range; numbers must fit in 64 bits.")
+            return Problem(path or "body", "is a number out of range; numbers must fit in 64 bits.", value)
         return None
     if isinstance(value, float):
         if not math.isfinite(value):
-            return Problem(path or "body", "is a number out of range; numbers must be finite and fit in 64 bits.")
+            return Problem(
+                path or "body", "is a number out of range; numbers must be finite and fit in 64 bits.", value
+            )
         return None
     if isinstance(value, dict):
         for key, item in value.items():
             key_text = str(key)
             problem = text_problem(key_text, TextKind.TEXT)
             if problem is not None:
-                return Problem(_join(path, escape_unstorable(key_text)), f"(a member name) {problem}")
+                return Problem(_join(path, escape_unstorable(key_text)), f"(a member name) {problem}", key_text)
             found = find_unstorable(item, _join(path, key_text), depth + 1)
             if found is not None:
                 return found

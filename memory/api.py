@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from accounts.models import Person
 from config.errors import api_exception_handler
 from config.fields import IntegerField
+from config.parsers import RefusedDocument
 from config.text import find_unstorable, parse_id
 from memory import packages, services
 from memory.models import Bank, Note, Revision
@@ -142,7 +143,7 @@ class ToolCallApi(APIView):
             data = request.data
             args = parse_args(self.tool, data)
         except exceptions.APIException as exc:  # a body that is not JSON, not an object, or bad arguments
-            refuse_tool_call(context, self.tool, data, exc)
+            refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
             raise
         return Response(self.tool.run(context, args))
 
@@ -385,8 +386,9 @@ class ImportApi(APIView):
             data = request.data
         except exceptions.APIException as exc:  # not JSON, or text no field can take: refused whole, and logged
             error = error_body_of(exc)
+            attempted = packages.package_summary(exc.document) if isinstance(exc, RefusedDocument) else NOT_READ
             services.record_refused_call(
-                team=request.auth.team, actor=actor, operation="import", arguments={"package": NOT_READ},
+                team=request.auth.team, actor=actor, operation="import", arguments={"package": attempted},
                 message=error["message"], field=error.get("field"),
             )  # fmt: skip
             raise

@@ -55,8 +55,8 @@ On import:
 - Import is idempotent by key: a note whose key exists in its bank is an upsert, so importing
   the same package twice reports every note ``unchanged`` the second time and logs nothing new.
 - A note the write path refuses (over a cap, an unknown ontology id, a FULL bank, an expiry in
-  the past, a malformed field...) is reported with its code and message — and, once it reached
-  the write path, logged as a ``refused`` revision — while the other notes still import.
+  the past, a malformed field...) is reported with its code and message, and logged as a
+  ``refused`` revision, while the other notes still import.
 - A file that is not a memory package of a known version is refused as a whole
   (``InvalidNote``, 400 ``invalid``) before anything is written.
 
@@ -263,18 +263,23 @@ def import_package(
 
 
 def package_summary(data: Any) -> dict[str, Any]:
-    """What the revision log keeps of a refused package: its header and size, not its notes."""
+    """What the revision log keeps of a refused package: its header and size, not its notes, and
+    the value that refused it when it holds text no field can take (the log escapes it)."""
     if isinstance(data, dict):
         banks = data.get("banks")
-        return {
+        summary = {
             "format": data.get("format"),
             "version": data.get("version"),
             "banks": len(banks) if isinstance(banks, list) else None,
         }
-    if isinstance(data, list):
+    elif isinstance(data, list):
         header = data[0] if data and isinstance(data[0], dict) else {}
-        return {"format": header.get("format"), "version": header.get("version"), "lines": len(data)}
-    return {"package": data}
+        summary = {"format": header.get("format"), "version": header.get("version"), "lines": len(data)}
+    else:
+        summary = {"package": data}
+    if (problem := find_unstorable(data)) is not None:
+        summary["refused"] = {problem.field: problem.value}
+    return summary
 
 
 def _import_entry(
@@ -286,6 +291,17 @@ def _import_entry(
     bank_label = entry.bank_id if isinstance(entry.bank_id, str) else ""
     try:
         bank, bank_label, person, scope = _target(team, entry, people)
+        fields = _note_fields(note)
+    except DomainError as exc:  # refused before the write path, which logs its own refusals: log it here
+        services.record_refused_call(
+            team=team, actor=actor, operation="import",
+            arguments={"bank_kind": entry.bank_kind, "person": entry.person, "scope": entry.scope, **note},
+            message=exc.message, field=exc.field,
+        )  # fmt: skip
+        report.refused += 1
+        report.refusals.append(ImportRefusal(bank_label, key_label, exc.code, exc.message))
+        return
+    try:
         result = services.remember(
             team=team,
             person=person,  # None only for a shared bank, which has no person
@@ -293,7 +309,7 @@ def _import_entry(
             bank=bank,
             scope=scope,
             source=Note.Source.IMPORT,
-            **_note_fields(note),
+            **fields,
         )
     except DomainError as exc:
         report.refused += 1

@@ -323,11 +323,19 @@ def _record_refusal(
 
 
 def record_refused_call(
-    *, team: Team, actor: Actor, operation: str, arguments: Any, message: str, field: str | None = None
+    *,
+    team: Team,
+    actor: Actor,
+    operation: str,
+    arguments: Any,
+    message: str,
+    field: str | None = None,
+    note: Note | None = None,
 ) -> Revision:
     """Log a write refused before it reached the write path: its arguments were malformed (a missing
     or mistyped field, text Postgres cannot store, a body that is not JSON). Like every refusal it
-    changes nothing but the log; the person is attached when the arguments name one already known."""
+    changes nothing but the log. The note's bank and person are attached when the write named a
+    note; otherwise the person, when the arguments name one already known."""
     args = arguments if isinstance(arguments, dict) else {"body": arguments}
     person = None
     raw_person = args.get("person")
@@ -335,11 +343,15 @@ def record_refused_call(
         person = Person.objects.filter(team=team, external_id=raw_person.strip()).first()
     raw_key = args.get("key", args.get("category"))
     key = normalize_key(raw_key) if isinstance(raw_key, str) else ""
+    bank_ref = f"(unresolved: {operation} refused before its bank was resolved)"
+    if note is not None:
+        bank_ref, person, key = note.bank.bank_id, note.bank.person, note.key
     reason = f"{field}: {message}" if field and not message.startswith(f"{field}:") else message
     with transaction.atomic():
         revision = Revision.objects.create(
             team=team,
-            bank_ref=f"(unresolved: {operation} refused before its bank was resolved)",
+            bank=note.bank if note is not None else None,
+            bank_ref=bank_ref,
             person=person,
             note_key=key[:200],
             action=Revision.Action.REFUSED,
