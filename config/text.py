@@ -31,7 +31,6 @@ from typing import Annotated, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from pydantic import AfterValidator
-from pydantic_core import PydanticCustomError
 
 from config.exceptions import DomainError
 
@@ -124,7 +123,7 @@ def _pydantic_check(kind: TextKind) -> Any:
     def check(value: str) -> str:
         problem = text_problem(value, kind)
         if problem is not None:
-            raise PydanticCustomError("text", problem)
+            raise ValueError(problem)  # memory.api.parse_args reports it without pydantic's prefix
         return value
 
     return check

@@ -49,7 +49,9 @@ def parse_args(tool: Tool, data: Any) -> Any:
     except PydanticValidationError as exc:
         first = exc.errors()[0]
         location = ".".join(str(part) for part in first["loc"]) or "body"
-        raise exceptions.ValidationError({location: [first["msg"]]}) from None
+        # Our own validators' messages (config.text) read better without "Value error, " before them.
+        message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        raise exceptions.ValidationError({location: [message]}) from None
 
 
 def error_body_of(exc: exceptions.APIException) -> dict[str, Any]:
