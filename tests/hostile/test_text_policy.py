@@ -19,10 +19,13 @@ from config.text import (
     storable_json,
     text_problem,
 )
+from curator.providers import CurationRequest, OpenAIProvider, ProviderError
+from curator.schemas import ConsolidationPlan
 from memory.exceptions import InvalidNote
 from memory.models import Note, Revision
 from memory.packages import FORMAT
 from memory.services import Actor, append_observation, remember
+from tests.curator.chat_server import Script, chat_server
 
 ID, LINE, TEXT = TextKind.IDENTIFIER, TextKind.LINE, TextKind.TEXT
 
@@ -235,3 +238,33 @@ def test_import_memories_refuses_a_package_nested_past_the_parser(tenant, tmp_pa
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(CommandError, match="nested too deeply"):
         call_command("import_memories", str(path), "--team", tenant.team.slug, stdout=StringIO())
+
+
+# --- what an LLM answers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plan", "where"),
+    [
+        ({"operations": [], "summary": "Ada lives in Oslo\u0000"}, "summary contains a NUL"),
+        ({"operations": [{"op": "forget", "key": "home\u0085", "reason": "moved"}]}, "operations[0].key contains"),
+        # pydantic's JSON parser refuses a lone surrogate escape itself.
+        ({"operations": [{"op": "forget", "key": "home\ud800", "reason": "moved"}]}, "Invalid JSON"),
+        ({"operations": [{"op": "append_daily", "text": "ran\u001b[31m"}]}, "operations[0].text contains"),
+    ],
+)
+def test_an_llm_plan_holding_unstorable_text_is_refused_whole(plan, where):
+    with (
+        chat_server(Script(replies=[(200, json.dumps(plan))])) as url,
+        pytest.raises(ProviderError, match="not a valid CuratorPlan") as refused,
+    ):
+        OpenAIProvider(base_url=url, api_key="sk-test", model="m", timeout=2, max_retries=0).curate(
+            CurationRequest(messages=[], digest="", summary="", today="2026-11-30")
+        )
+    assert where in str(refused.value)
+    assert "\x00" not in str(refused.value)  # the message names the character; it never carries it
+
+
+def test_a_consolidation_plan_holding_unstorable_text_is_refused_whole():
+    with pytest.raises(ValueError, match=r"forgets\[0\]\.reason contains a NUL"):
+        ConsolidationPlan.model_validate({"forgets": [{"key": "a", "reason": "dup\x00"}]})
