@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from accounts.services import register_person
+from config.fields import IdentifierField, LineField
 from config.schema import error_responses
 
 
@@ -46,8 +47,8 @@ class PersonRegisterApi(APIView):
     """Make a person known ahead of their first conversation (tools also create people on first sight)."""
 
     class PersonRegisterInput(serializers.Serializer):
-        person = serializers.CharField(max_length=200, help_text="The agent platform's id for the person.")
-        display_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        person = IdentifierField(max_length=200, help_text="The agent platform's id for the person.")
+        display_name = LineField(max_length=200, required=False, allow_blank=True)
 
     @extend_schema(
         request=PersonRegisterInput,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,8 +17,10 @@ from django.utils.text import slugify
 
 from accounts.models import Agent, ApiKey, Membership, Person, Team
 from config.exceptions import DomainError
+from config.text import InvalidText, TextKind, check_text
 
 KEY_SCHEME = "mnemo"
+_KEY_PREFIX = re.compile(r"[A-Za-z0-9-]{1,16}")
 # last_used_at is a hint for people auditing keys, not an audit log: writing it on every
 # request would turn every read into a write, so it moves at most this often.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -37,7 +40,9 @@ class IssuedKey:
 def parse_key(raw: str) -> tuple[str, str] | None:
     """Split 'mnemo_<prefix>_<secret>' into (prefix, secret), or None when malformed."""
     parts = raw.split("_")
-    if len(parts) != 3 or parts[0] != KEY_SCHEME or not parts[1] or not parts[2]:
+    if len(parts) != 3 or parts[0] != KEY_SCHEME or not parts[2]:
+        return None
+    if not _KEY_PREFIX.fullmatch(parts[1]):  # it is looked up: nothing Postgres cannot take (a NUL) gets there
         return None
     return parts[1], parts[2]
 
@@ -110,9 +115,11 @@ def authenticate_key(raw: str) -> ApiKey | None:
 
 def get_or_create_person(*, team: Team, external_id: str) -> Person:
     """People are created on first sight: agent platforms name them, Mnemo remembers them."""
-    external_id = external_id.strip()
+    if not isinstance(external_id, str):
+        raise InvalidText("person must be a string id.", field="person")
+    external_id = check_text(external_id, field="person", kind=TextKind.IDENTIFIER).strip()
     if not external_id:
-        raise DomainError("person must be a non-empty id.", field="person", code="invalid")
+        raise InvalidText("person must be a non-empty id.", field="person")
     if len(external_id) > 200:
         raise DomainError("person is longer than 200 characters.", field="person", code="too_long")
     person = Person.objects.filter(team=team, external_id=external_id).first()
@@ -128,6 +135,9 @@ def get_or_create_person(*, team: Team, external_id: str) -> Person:
 @transaction.atomic
 def register_person(*, team: Team, external_id: str, display_name: str | None = None) -> tuple[Person, bool]:
     """Create the person if new; set the display name when one is given. Returns (person, created)."""
+    check_text(external_id, field="person", kind=TextKind.IDENTIFIER)
+    if display_name is not None:
+        check_text(display_name, field="display_name", kind=TextKind.LINE)
     existed = Person.objects.filter(team=team, external_id=external_id.strip()).exists()
     person = get_or_create_person(team=team, external_id=external_id)
     if display_name is not None and person.display_name != display_name:

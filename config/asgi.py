@@ -5,7 +5,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+
+from config.bodylimit import AsgiBodyLimit  # noqa: E402
 from config.mcp import McpMount  # noqa: E402 - imports models, so only once the apps are loaded
 
-# /mcp is the MCP server (streamable HTTP); everything else is Django.
-application = McpMount(django_application)
+# /mcp is the MCP server (streamable HTTP); everything else is Django. Bodies over
+# API_MAX_BODY_BYTES are refused as they arrive, before either reads them (chunked ones too).
+application = AsgiBodyLimit(McpMount(django_application), limit=settings.API_MAX_BODY_BYTES)

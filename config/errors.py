@@ -79,5 +79,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-def json_error_response(request: HttpRequest, code: str, message: str, status_code: int) -> JsonResponse:
-    return JsonResponse(error_body(code, message), status=status_code)
+def json_error_response(
+    request: HttpRequest, code: str, message: str, status_code: int, *, field: str | None = None
+) -> JsonResponse:
+    return JsonResponse(error_body(code, message, field), status=status_code)

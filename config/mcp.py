@@ -29,14 +29,17 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from rest_framework.exceptions import ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 from starlette.requests import HTTPConnection
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
+from config.bodylimit import read_body, replaying
 from config.errors import api_exception_handler, error_body
 from config.ratelimit import api_key_retry_after, api_key_throttled
-from memory.api import parse_args
+from config.text import MAX_JSON_DEPTH
+from memory.api import parse_args, refuse_tool_call
 from memory.tools import REGISTRY, ToolContext
 
 logger = logging.getLogger(__name__)
@@ -79,7 +82,12 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
         return error_body("not_found", f"There is no tool {name!r}; list the tools for their names."), True
     context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
     try:
-        return tool.run(context, parse_args(tool, arguments)), False
+        try:
+            args = parse_args(tool, arguments)
+        except ValidationError as exc:
+            refuse_tool_call(context, tool, arguments, exc)
+            raise
+        return tool.run(context, args), False
     except Exception as exc:  # the outermost edge of an MCP call: map it as the REST handler does, or log it
         response = api_exception_handler(exc, {})
         if response is None:
@@ -269,4 +277,22 @@ class McpMount:
             message = "The MCP endpoint needs the ASGI lifespan; run the server with it on (uvicorn's default)."
             await _send_json(send, 503, error_body("unavailable", message), [])
             return
-        await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, receive, send)
+        body = await read_body(receive)
+        if body is None:
+            return
+        if scope["method"] == "POST" and (problem := _nesting_problem(body)):
+            await _send_json(send, 400, error_body("invalid", problem), [])
+            return
+        await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, replaying(body, receive), send)
+
+
+def _nesting_problem(body: bytes) -> str | None:
+    # The SDK parses with json.loads and answers 500 when that runs out of stack: refuse it first.
+    # (Anything else that does not parse is the SDK's to answer, with a JSON-RPC parse error.)
+    try:
+        json.loads(body)
+    except RecursionError:
+        return f"The JSON body is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter one."
+    except ValueError:
+        return None
+    return None

@@ -1,6 +1,12 @@
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_wsgi_application()
+django_application = get_wsgi_application()
+
+from config.bodylimit import WsgiBodyLimit  # noqa: E402 - after settings are configured
+
+# Bodies over API_MAX_BODY_BYTES are refused before Django reads them, chunked ones too.
+application = WsgiBodyLimit(django_application, limit=settings.API_MAX_BODY_BYTES)

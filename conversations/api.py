@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from accounts.services import get_or_create_person
+from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
 from conversations import services
 from conversations.composer import PROFILES, composition_to_json
@@ -41,11 +42,8 @@ class MessageOutput(serializers.ModelSerializer):
 
 
 @extend_schema_field({"type": "string", "maxLength": settings.MESSAGE_MAX_CHARS})
-class MessageText(serializers.CharField):
+class MessageText(TextField):
     """A message's text. record_message enforces the cap (422 too_long); the schema shows it."""
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(trim_whitespace=False, **kwargs)
 
 
 def _conversations(request: Request) -> QuerySet[Conversation]:
@@ -58,7 +56,7 @@ class ConversationListCreateApi(ListAPIView):
     serializer_class = ConversationOutput
 
     class ConversationCreateInput(serializers.Serializer):
-        person = serializers.CharField(max_length=200)
+        person = IdentifierField(max_length=200)
 
     def get_queryset(self) -> QuerySet[Conversation]:
         conversations = _conversations(self.request).order_by("-started_at", "-pk")
@@ -116,7 +114,7 @@ class MessageListCreateApi(ListAPIView):
     class MessageCreateInput(serializers.Serializer):
         role = serializers.ChoiceField(choices=Message.Role.choices)
         content = MessageText()
-        external_id = serializers.CharField(max_length=100, required=False, allow_blank=True)
+        external_id = IdentifierField(max_length=100, required=False, allow_blank=True)
 
     def get_queryset(self) -> QuerySet[Message]:
         conversation = get_object_or_404(_conversations(self.request), pk=self.kwargs["conversation_id"])
@@ -151,8 +149,8 @@ class MessageDetailApi(APIView):
 
 
 class ContextInput(serializers.Serializer):
-    refs = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    refs = serializers.DictField(child=serializers.ListField(child=IdentifierField()), required=False)
+    tags = serializers.ListField(child=IdentifierField(), required=False)
 
 
 TurnOutput = inline_serializer(
@@ -174,13 +172,13 @@ class TurnCreateApi(APIView):
     """Record the person's message and compose what the agent is given for this turn."""
 
     class TurnCreateInput(serializers.Serializer):
-        person = serializers.CharField(max_length=200)
+        person = IdentifierField(max_length=200)
         message = MessageText()
-        conversation = serializers.IntegerField(required=False)
-        scope = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        conversation = IntegerField(required=False, min_value=1)
+        scope = IdentifierField(max_length=200, required=False, allow_blank=True)
         context = ContextInput(required=False)
         profile = serializers.ChoiceField(choices=PROFILES, default="full")
-        persona = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        persona = TextField(required=False, allow_blank=True)
 
     @extend_schema(
         operation_id="turns_create",

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from config.exceptions import Conflict
+from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong
 from conversations.indexing import schedule as schedule_indexing
@@ -28,6 +29,7 @@ def start_conversation(*, team: Team, agent: Agent, person: Person, started_at: 
 def _check_content(content: str) -> str:
     if not isinstance(content, str) or not content.strip():
         raise InvalidMessage("A message needs some text.", field="content")
+    check_text(content, field="content", kind=TextKind.TEXT, error=InvalidMessage)
     limit = settings.MESSAGE_MAX_CHARS
     if len(content) > limit:
         raise MessageTooLong(
@@ -50,6 +52,7 @@ def record_message(
     if role not in Message.Role.values:
         raise InvalidMessage(f"role must be one of {', '.join(Message.Role.values)}.", field="role")
     content = _check_content(content)
+    check_text(external_id, field="external_id", kind=TextKind.IDENTIFIER, error=InvalidMessage)
     locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
     last = Message.objects.filter(team_id=locked.team_id, conversation=locked).aggregate(last=Max("order"))["last"] or 0
     message = Message.objects.create(

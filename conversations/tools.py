@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from accounts.services import get_or_create_person
+from config.text import INT64_MAX, Text
 from conversations.models import Conversation
 from conversations.queries import meaningful_terms, recent_messages, search_messages
 from memory.text import snippet
@@ -17,12 +18,14 @@ from memory.tools import Tool, ToolArgs, ToolContext, register
 
 
 class RecentMessagesArgs(ToolArgs):
-    conversation: int | None = Field(default=None, description="One conversation's id; default all of them.")
+    conversation: int | None = Field(
+        default=None, ge=1, le=INT64_MAX, description="One conversation's id; default all of them."
+    )
     limit: int = Field(default=20, ge=1, le=200)
 
 
 class SearchConversationArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=5, ge=1, le=50)
 
 

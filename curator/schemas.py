@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from config.text import find_unstorable
 
 
 class _Op(BaseModel):
@@ -36,8 +38,21 @@ class ForgetOp(_Op):
 Operation = Annotated[RememberOp | AppendDailyOp | ForgetOp, Field(discriminator="op")]
 
 
-class CuratorPlan(BaseModel):
+class _Plan(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        # An answer holding text Postgres cannot store (a NUL, a lone surrogate) or other control
+        # characters is malformed as a whole (config.text): refused before anything is applied,
+        # rather than failing midway in a summary, a reason or a log line.
+        if (problem := find_unstorable(data)) is not None:
+            raise ValueError(f"{problem.field} {problem.message}")
+        return data
+
+
+class CuratorPlan(_Plan):
     operations: list[Operation] = Field(default_factory=list)
     summary: str | None = Field(default=None, description="The updated running summary of the conversation.")
 
@@ -56,7 +71,6 @@ class Drop(BaseModel):
     reason: str
 
 
-class ConsolidationPlan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ConsolidationPlan(_Plan):
     merges: list[Merge] = Field(default_factory=list)
     forgets: list[Drop] = Field(default_factory=list)

@@ -19,11 +19,17 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.models import Person
+from config.errors import api_exception_handler
+from config.fields import IntegerField
+from config.parsers import RefusedDocument
 from config.schema import error_responses
+from config.text import find_unstorable, parse_id
 from memory import packages, services
 from memory.models import Bank, Note, Revision
 from memory.serializers import BankOutput, NoteOutput, RevisionOutput
 from memory.tools import REGISTRY, Tool, ToolContext
+
+NOT_READ = "(the body could not be read; see the reason)"
 
 
 def tool_context(request: Request) -> ToolContext:
@@ -33,14 +39,42 @@ def tool_context(request: Request) -> ToolContext:
 
 
 def parse_args(tool: Tool, data: Any) -> Any:
+    """The tool's arguments, or a ValidationError naming the first bad field. REST and MCP both parse here."""
     if not isinstance(data, dict):
         raise exceptions.ValidationError({"non_field_errors": ["The body must be a JSON object of arguments."]})
+    # REST bodies were checked by the parser already; MCP arguments arrive here unchecked.
+    if (problem := find_unstorable(data)) is not None:
+        raise exceptions.ValidationError({problem.field: [problem.message]})
     try:
         return tool.args.model_validate(data)
     except PydanticValidationError as exc:
         first = exc.errors()[0]
         location = ".".join(str(part) for part in first["loc"]) or "body"
-        raise exceptions.ValidationError({location: [first["msg"]]}) from None
+        # Our own validators' messages (config.text) read better without "Value error, " before them.
+        message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+        raise exceptions.ValidationError({location: [message]}) from None
+
+
+def error_body_of(exc: exceptions.APIException) -> dict[str, Any]:
+    """The {"code", "message", "field"?} the API answers for exc."""
+    response = api_exception_handler(exc, {})
+    return response.data["error"] if response is not None else {"code": "invalid", "message": str(exc)}
+
+
+def refuse_tool_call(ctx: ToolContext, tool: Tool, arguments: Any, exc: exceptions.APIException) -> None:
+    """A writing tool's call refused before the write path (malformed arguments or body) is still a
+    refused write: log it in the revision log like the refusals the write path logs itself."""
+    if not tool.writes:
+        return
+    error = error_body_of(exc)
+    services.record_refused_call(
+        team=ctx.team,
+        actor=ctx.actor,
+        operation=tool.name,
+        arguments=arguments,
+        message=error["message"],
+        field=error.get("field"),
+    )
 
 
 def _openai_tool(tool: Tool) -> dict[str, Any]:
@@ -106,8 +140,15 @@ class ToolCallApi(APIView):
     tool: Tool
 
     def post(self, request: Request) -> Response:
-        args = parse_args(self.tool, request.data)
-        return Response(self.tool.run(tool_context(request), args))
+        context = tool_context(request)
+        data: Any = NOT_READ
+        try:
+            data = request.data
+            args = parse_args(self.tool, data)
+        except exceptions.APIException as exc:  # a body that is not JSON, not an object, or bad arguments
+            refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
+            raise
+        return Response(self.tool.run(context, args))
 
 
 def tool_view(tool: Tool) -> type[ToolCallApi]:
@@ -221,9 +262,9 @@ class BankListApi(ListAPIView):
 class BankDetailApi(APIView):
     class PatchInput(serializers.Serializer):
         policy = serializers.ChoiceField(choices=Bank.Policy.choices, required=False)
-        soft_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
-        hard_limit = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
-        capacity = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+        soft_limit = IntegerField(min_value=1, max_value=100_000, required=False)
+        hard_limit = IntegerField(min_value=1, max_value=100_000, required=False)
+        capacity = IntegerField(min_value=1, max_value=100_000, required=False)
 
     @extend_schema(operation_id="banks_retrieve", responses=BankOutput)
     def get(self, request: Request, bank_id: str) -> Response:
@@ -265,9 +306,7 @@ class RevisionListApi(ListAPIView):
     def get_queryset(self) -> QuerySet[Revision]:
         revisions = Revision.objects.filter(team=self.request.auth.team)
         if note := self.request.query_params.get("note"):
-            if not note.isdigit():
-                raise exceptions.ValidationError({"note": ["A note id is a number."]})
-            revisions = revisions.filter(note_id=int(note))
+            revisions = revisions.filter(note_id=parse_id(note, field="note"))
         person = _person_filter(self.request)
         if person is not None:
             revisions = revisions.filter(person=person)
@@ -356,7 +395,17 @@ class ImportApi(APIView):
     )  # fmt: skip
     def post(self, request: Request) -> Response:
         actor = services.Actor(Revision.Actor.IMPORT, request.auth.agent.slug, request.request_id)
-        report = packages.import_package(team=request.auth.team, data=request.data, actor=actor)
+        try:
+            data = request.data
+        except exceptions.APIException as exc:  # not JSON, or text no field can take: refused whole, and logged
+            error = error_body_of(exc)
+            attempted = packages.package_summary(exc.document) if isinstance(exc, RefusedDocument) else NOT_READ
+            services.record_refused_call(
+                team=request.auth.team, actor=actor, operation="import", arguments={"package": attempted},
+                message=error["message"], field=error.get("field"),
+            )  # fmt: skip
+            raise
+        report = packages.import_package(team=request.auth.team, data=data, actor=actor)
         return Response(report.as_dict())
 
 

@@ -55,8 +55,8 @@ On import:
 - Import is idempotent by key: a note whose key exists in its bank is an upsert, so importing
   the same package twice reports every note ``unchanged`` the second time and logs nothing new.
 - A note the write path refuses (over a cap, an unknown ontology id, a FULL bank, an expiry in
-  the past, a malformed field...) is reported with its code and message — and, once it reached
-  the write path, logged as a ``refused`` revision — while the other notes still import.
+  the past, a malformed field...) is reported with its code and message, and logged as a
+  ``refused`` revision, while the other notes still import.
 - A file that is not a memory package of a known version is refused as a whole
   (``InvalidNote``, 400 ``invalid``) before anything is written.
 
@@ -79,6 +79,7 @@ from django.utils.dateparse import parse_datetime
 from accounts.models import Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError, NotFound
+from config.text import find_unstorable
 from memory import services
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute, Note, Revision
@@ -142,6 +143,8 @@ def parse_package_text(text: str) -> dict[str, Any] | list[dict[str, Any]]:
         raise InvalidNote(f"The package is empty; expected {EXPECTED}.", field="package")
     try:
         whole = json.loads(text)
+    except RecursionError:
+        raise InvalidNote("The package is nested too deeply to be a memory package.", field="package") from None
     except json.JSONDecodeError:
         pass
     else:
@@ -154,6 +157,8 @@ def parse_package_text(text: str) -> dict[str, Any] | list[dict[str, Any]]:
     for number, line in lines:
         try:
             value = json.loads(line)
+        except RecursionError:
+            raise InvalidNote(f"Line {number} is nested too deeply to be a note.", field="package") from None
         except json.JSONDecodeError as exc:
             raise InvalidNote(
                 f"Line {number} is not valid JSON ({exc.msg}, column {exc.colno}); expected {EXPECTED}.",
@@ -193,6 +198,10 @@ class _Entry:
 
 def _entries(data: Any) -> list[_Entry]:
     """Check the package's structure (nothing is written if it is wrong) and list its notes."""
+    if (problem := find_unstorable(data)) is not None:
+        # Text Postgres cannot store (or a number out of range) anywhere refuses the whole file,
+        # as a malformed file: no exporter writes one, and it may be in a person id many notes share.
+        raise InvalidNote(f"{problem.field} {problem.message} Nothing was imported.", field=problem.field)
     if isinstance(data, dict):
         _check_header(data, "the package")
         banks = data.get("banks")
@@ -231,8 +240,19 @@ def _entries(data: Any) -> list[_Entry]:
 def import_package(
     *, team: Team, data: dict[str, Any] | list[dict[str, Any]], actor: services.Actor, progress: Progress | None = None
 ) -> ImportReport:
-    """Import every note of a package through the write path; refusals are reported, not fatal."""
-    entries = _entries(data)
+    """Import every note of a package through the write path; refusals are reported, not fatal.
+
+    A package refused as a whole (not a package, malformed, holding text that cannot be stored)
+    raises InvalidNote and is logged as one refused revision.
+    """
+    try:
+        entries = _entries(data)
+    except InvalidNote as exc:
+        services.record_refused_call(
+            team=team, actor=actor, operation="import", arguments=package_summary(data), message=exc.message,
+            field=exc.field,
+        )  # fmt: skip
+        raise
     report = ImportReport()
     people: dict[str, Person] = {}
     for done, entry in enumerate(entries, 1):
@@ -240,6 +260,26 @@ def import_package(
         if progress is not None:
             progress(done, len(entries))
     return report
+
+
+def package_summary(data: Any) -> dict[str, Any]:
+    """What the revision log keeps of a refused package: its header and size, not its notes, and
+    the value that refused it when it holds text no field can take (the log escapes it)."""
+    if isinstance(data, dict):
+        banks = data.get("banks")
+        summary = {
+            "format": data.get("format"),
+            "version": data.get("version"),
+            "banks": len(banks) if isinstance(banks, list) else None,
+        }
+    elif isinstance(data, list):
+        header = data[0] if data and isinstance(data[0], dict) else {}
+        summary = {"format": header.get("format"), "version": header.get("version"), "lines": len(data)}
+    else:
+        summary = {"package": data}
+    if (problem := find_unstorable(data)) is not None:
+        summary["refused"] = {problem.field: problem.value}
+    return summary
 
 
 def _import_entry(
@@ -251,6 +291,17 @@ def _import_entry(
     bank_label = entry.bank_id if isinstance(entry.bank_id, str) else ""
     try:
         bank, bank_label, person, scope = _target(team, entry, people)
+        fields = _note_fields(note)
+    except DomainError as exc:  # refused before the write path, which logs its own refusals: log it here
+        services.record_refused_call(
+            team=team, actor=actor, operation="import",
+            arguments={"bank_kind": entry.bank_kind, "person": entry.person, "scope": entry.scope, **note},
+            message=exc.message, field=exc.field,
+        )  # fmt: skip
+        report.refused += 1
+        report.refusals.append(ImportRefusal(bank_label, key_label, exc.code, exc.message))
+        return
+    try:
         result = services.remember(
             team=team,
             person=person,  # None only for a shared bank, which has no person
@@ -258,7 +309,7 @@ def _import_entry(
             bank=bank,
             scope=scope,
             source=Note.Source.IMPORT,
-            **_note_fields(note),
+            **fields,
         )
     except DomainError as exc:
         report.refused += 1

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Person, Team
+from config.text import TextKind, check_text, escape_unstorable, storable_json, text_problem
 from memory import indexing, policy
 from memory.exceptions import (
     BankFull,
@@ -39,13 +40,14 @@ from memory.models import (
     OntologyNode,
     Revision,
 )
-from memory.text import has_line_breaks_or_controls, normalize_key
+from memory.text import normalize_key
 
 logger = logging.getLogger(__name__)
 
 CATEGORY_MAX = 64
 SCOPE_MAX = 200
 REF_ID_MAX = 200
+REASON_MAX = 2000
 CONSOLIDATION_TASK = "curator.tasks.consolidate_bank"
 
 
@@ -87,11 +89,9 @@ def bank_id_for(kind: str, person: Person | None, scope: str) -> str:
 
 
 def validate_scope(scope: str | None) -> str:
-    scope = (scope or "").strip()
+    scope = check_text(scope or "", field="scope", kind=TextKind.IDENTIFIER, error=InvalidNote).strip()
     if len(scope) > SCOPE_MAX:
         raise TooLong(f"scope is {len(scope)} characters; the limit is {SCOPE_MAX}.", field="scope")
-    if scope and has_line_breaks_or_controls(scope):
-        raise InvalidNote("scope must be one line of text, such as project:apollo.", field="scope")
     return scope
 
 
@@ -167,6 +167,8 @@ def update_bank_settings(*, bank: Bank, actor: Actor, changes: dict[str, Any]) -
 def _check_key(raw: str, field_name: str = "key") -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise InvalidNote(f"{field_name} must be a non-empty string.", field=field_name)
+    # Checked before normalising: the slug would silently drop a control or bidi character.
+    check_text(raw, field=field_name, kind=TextKind.IDENTIFIER, error=InvalidNote)
     key = normalize_key(raw)
     if not key:
         raise InvalidNote(f"{field_name} {raw!r} has no letters or digits to make a key from.", field=field_name)
@@ -176,23 +178,21 @@ def _check_key(raw: str, field_name: str = "key") -> str:
 
 
 def _check_description(description: str) -> str:
-    if not description or not description.strip():
+    if not isinstance(description, str) or not description.strip():
         raise InvalidNote("description must be a one-line summary of the note.", field="description")
+    check_text(description, field="description", kind=TextKind.LINE, error=InvalidNote)
     if len(description) > DESCRIPTION_MAX:
         raise TooLong(
             f"description is {len(description)} characters; the limit is {DESCRIPTION_MAX}. Shorten it; nothing was written.",
             field="description",
         )
-    if has_line_breaks_or_controls(description):
-        raise InvalidNote(
-            "description must be one line, without line breaks or control characters.", field="description"
-        )
     return description
 
 
 def _check_content(content: str, field_name: str = "content") -> str:
-    if not content or not content.strip():
+    if not isinstance(content, str) or not content.strip():
         raise InvalidNote(f"{field_name} must not be empty.", field=field_name)
+    check_text(content, field=field_name, kind=TextKind.TEXT, error=InvalidNote)
     if len(content) > CONTENT_MAX:
         raise TooLong(
             f"{field_name} is {len(content)} characters; the limit is {CONTENT_MAX}. Split or condense it; nothing was written.",
@@ -210,6 +210,9 @@ def _check_kind(kind: str) -> str:
 def _check_category(category: str | None) -> str:
     if not category:
         return ""
+    if not isinstance(category, str):
+        raise InvalidNote("category must be a string, such as preferences.", field="category")
+    check_text(category, field="category", kind=TextKind.IDENTIFIER, error=InvalidNote)
     normalized = normalize_key(category)
     if not normalized:
         raise InvalidNote(f"category {category!r} has no letters or digits.", field="category")
@@ -227,8 +230,11 @@ def check_scope_refs(refs: Any, field_name: str = "scope_refs") -> dict[str, lis
     for ref_type, ids in refs.items():
         if not isinstance(ref_type, str) or not normalize_key(ref_type):
             raise InvalidNote(f"{field_name} has an empty or invalid reference type.", field=field_name)
+        check_text(ref_type, field=field_name, kind=TextKind.IDENTIFIER, error=InvalidNote)
         if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i.strip() for i in ids):
             raise InvalidNote(f"{field_name}.{ref_type} must be a non-empty list of ids.", field=field_name)
+        for ref_id in ids:
+            check_text(ref_id, field=f"{field_name}.{ref_type}", kind=TextKind.IDENTIFIER, error=InvalidNote)
         if any(len(i) > REF_ID_MAX for i in ids):
             raise TooLong(f"{field_name}.{ref_type} has an id over {REF_ID_MAX} characters.", field=field_name)
         cleaned[ref_type] = sorted(set(ids))
@@ -240,6 +246,8 @@ def check_semantics(team: Team, tags: Any, field_name: str = "semantics") -> lis
         return []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidNote(f"{field_name} must be a list of ontology ids.", field=field_name)
+    for tag in tags:
+        check_text(tag, field=field_name, kind=TextKind.IDENTIFIER, error=InvalidNote)
     wanted = sorted(set(tags))
     known = set(OntologyNode.objects.filter(team=team, node_id__in=wanted).values_list("node_id", flat=True))
     unknown = [t for t in wanted if t not in known]
@@ -290,25 +298,71 @@ def _record_refusal(
     key: str,
     attempted: dict[str, Any],
     exc: Exception,
-) -> None:
+) -> Revision:
     message = getattr(exc, "message", str(exc))
     bank = Bank.objects.filter(team=team, bank_id=bank_ref).first()
-    # Its own transaction: the refused write rolled back, its revision must not.
+    # Its own transaction: the refused write rolled back, its revision must not. Everything
+    # written here is escaped, because what was refused may be text Postgres cannot store
+    # (a NUL, a lone surrogate): the refusal must still be logged.
     with transaction.atomic():
-        Revision.objects.create(
+        revision = Revision.objects.create(
             team=team,
             bank=bank,
-            bank_ref=bank_ref,
+            bank_ref=escape_unstorable(bank_ref)[:500],
             person=bank.person if bank is not None and bank.person_id else person,
-            note_key=key,
+            note_key=escape_unstorable(key)[:200],
             action=Revision.Action.REFUSED,
             actor=actor.kind,
-            actor_ref=actor.ref,
+            actor_ref=escape_unstorable(actor.ref)[:200],
             after=_clip_attempt(attempted),
-            reason=message,
+            reason=escape_unstorable(message)[:REASON_MAX],
             request_id=actor.request_id,
         )
-    logger.info("refused write to %s:%s by %s: %s", bank_ref, key, actor.kind, message)
+    logger.info("refused write to %s:%s by %s: %s", bank_ref, key, actor.kind, escape_unstorable(message))
+    return revision
+
+
+def record_refused_call(
+    *,
+    team: Team,
+    actor: Actor,
+    operation: str,
+    arguments: Any,
+    message: str,
+    field: str | None = None,
+    note: Note | None = None,
+) -> Revision:
+    """Log a write refused before it reached the write path: its arguments were malformed (a missing
+    or mistyped field, text Postgres cannot store, a body that is not JSON). Like every refusal it
+    changes nothing but the log. The note's bank and person are attached when the write named a
+    note; otherwise the person, when the arguments name one already known."""
+    args = arguments if isinstance(arguments, dict) else {"body": arguments}
+    person = None
+    raw_person = args.get("person")
+    if isinstance(raw_person, str) and raw_person.strip() and text_problem(raw_person, TextKind.IDENTIFIER) is None:
+        person = Person.objects.filter(team=team, external_id=raw_person.strip()).first()
+    raw_key = args.get("key", args.get("category"))
+    key = normalize_key(raw_key) if isinstance(raw_key, str) else ""
+    bank_ref = f"(unresolved: {operation} refused before its bank was resolved)"
+    if note is not None:
+        bank_ref, person, key = note.bank.bank_id, note.bank.person, note.key
+    reason = f"{field}: {message}" if field and not message.startswith(f"{field}:") else message
+    with transaction.atomic():
+        revision = Revision.objects.create(
+            team=team,
+            bank=note.bank if note is not None else None,
+            bank_ref=bank_ref,
+            person=person,
+            note_key=key[:200],
+            action=Revision.Action.REFUSED,
+            actor=actor.kind,
+            actor_ref=escape_unstorable(actor.ref)[:200],
+            after=storable_json(args, max_chars=CONTENT_MAX),
+            reason=escape_unstorable(reason)[:REASON_MAX],
+            request_id=actor.request_id,
+        )
+    logger.info("refused %s call by %s: %s", operation, actor.kind, escape_unstorable(reason))
+    return revision
 
 
 def _write_to_bank(
@@ -371,13 +425,14 @@ def _attempt(
 def _clip_attempt(attempted: dict[str, Any]) -> dict[str, Any]:
     # A refused write is logged with what was attempted, so the person sees it; an over-cap
     # value is logged at its cap and marked, so the log itself cannot be used to store it.
+    # Refused characters are escaped (\u0000), so the log can hold what Postgres cannot.
     clipped: dict[str, Any] = {}
     for name, value in attempted.items():
         if isinstance(value, str) and len(value) > CONTENT_MAX:
-            clipped[name] = value[:CONTENT_MAX]
+            clipped[name] = escape_unstorable(value[:CONTENT_MAX])
             clipped[f"{name}_length"] = len(value)
         else:
-            clipped[name] = value
+            clipped[name] = storable_json(value, max_chars=CONTENT_MAX)
     return clipped
 
 
@@ -672,6 +727,8 @@ def edit_note(
 ) -> WriteResult:
     """Edit a note's content by find_replace (every occurrence; empty content removes the snippet) or replace."""
     attempted = {"mode": mode, "find": find, "content": content}
+    if description is not None:
+        attempted["description"] = description
 
     def write() -> WriteResult:
         locked_bank = _lock(note.bank)
@@ -681,6 +738,7 @@ def edit_note(
         if mode == "find_replace":
             if not find:
                 raise InvalidNote("find_replace needs the text to find.", field="find")
+            check_text(find, field="find", kind=TextKind.TEXT, error=InvalidNote)
             if find not in current.content:
                 raise EditMismatch("The text to find does not occur in the note; nothing was changed.", field="find")
             new_content = current.content.replace(find, content)
@@ -736,6 +794,7 @@ def forget(
     normalized = _check_key(key)
     scope = validate_scope(scope)
     refs = check_scope_refs(context_refs, "context.refs")
+    check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
     for bank in applicable_banks(team=team, person=person, scope=scope):
         note = Note.objects.filter(team=team, bank=bank, key=normalized).first()
         if note is not None and scope_refs_match(note.scope_refs, refs):

@@ -175,10 +175,6 @@ def normalize_key(raw: str) -> str:
     return _NON_SLUG.sub("-", ascii_text.lower()).strip("-")
 
 
-def has_line_breaks_or_controls(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" for ch in text)
-
-
 @cache
 def _stemmer() -> snowballstemmer.stemmer:
     return snowballstemmer.stemmer("english")

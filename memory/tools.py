@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
+from config.text import INT64_MAX, Identifier, Line, Text
 from memory import queries, services
 from memory.exceptions import NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
@@ -44,16 +45,16 @@ def _cap(limit: int) -> dict[str, Any]:
 
 class Context(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    refs: dict[str, list[str]] = Field(
+    refs: dict[Identifier, list[Identifier]] = Field(
         default_factory=dict, description='Concrete references of this turn, e.g. {"project": ["P"]}.'
     )
-    tags: list[str] = Field(default_factory=list, description="Ontology ids this turn is about.")
+    tags: list[Identifier] = Field(default_factory=list, description="Ontology ids this turn is about.")
 
 
 class ToolArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    person: str = Field(min_length=1, max_length=200, description="The agent platform's id for the person.")
-    scope: str | None = Field(
+    person: Identifier = Field(min_length=1, max_length=200, description="The agent platform's id for the person.")
+    scope: Identifier | None = Field(
         default=None, max_length=200, description="Where the conversation happens, e.g. project:apollo."
     )
     context: Context | None = Field(default=None, description="What this turn is about; decides which notes apply.")
@@ -65,53 +66,53 @@ class ToolArgs(BaseModel):
 
 
 class RememberArgs(ToolArgs):
-    key: str = Field(
+    key: Identifier = Field(
         description="A short slug naming the fact; remembering an existing key replaces it.",
         json_schema_extra=_cap(KEY_MAX),
     )
-    description: str = Field(
+    description: Line = Field(
         description="One line saying what the note is (at most 200 characters).",
         json_schema_extra=_cap(DESCRIPTION_MAX),
     )
-    content: str = Field(
+    content: Text = Field(
         description="The fact itself, plain text (at most 2,000 characters). Link notes with [[key]].",
         json_schema_extra=_cap(CONTENT_MAX),
     )
     kind: Literal["identity", "preference", "fact", "ephemeral", "page", "daily"] = "fact"
-    category: str | None = Field(
+    category: Identifier | None = Field(
         default=None, description="A label such as preferences.", json_schema_extra=_cap(KEY_MAX)
     )
     bank: Literal["private", "shared", "global"] = Field(
         default="private",
         description="private: this person here; shared: everyone in the scope; global: this person everywhere.",
     )
-    scope_refs: dict[str, list[str]] | None = Field(
+    scope_refs: dict[Identifier, list[Identifier]] | None = Field(
         default=None, description='Limit the note to references, e.g. {"project": ["P"], "work_item": ["A", "B"]}.'
     )
-    semantics: list[str] | None = Field(default=None, description="Exact ontology ids the note is about.")
+    semantics: list[Identifier] | None = Field(default=None, description="Exact ontology ids the note is about.")
     expires_at: datetime | None = Field(
         default=None, description="When the note stops applying (ISO 8601); it is then removed and logged."
     )
 
 
 class RecallMemoriesArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=5, ge=1, le=50)
 
 
 class ForgetMemoryArgs(ToolArgs):
-    key: str = Field(json_schema_extra=_cap(KEY_MAX))
-    reason: str | None = Field(default=None, max_length=500)
+    key: Identifier = Field(json_schema_extra=_cap(KEY_MAX))
+    reason: Line | None = Field(default=None, max_length=500)
 
 
 class RememberAboutUserArgs(ToolArgs):
-    observation: str = Field(
+    observation: Text = Field(
         description="One observation to append to the category's note.", json_schema_extra=_cap(CONTENT_MAX)
     )
-    category: str = Field(
+    category: Identifier = Field(
         description="A label such as preferences; one note per category.", json_schema_extra=_cap(KEY_MAX)
     )
-    summary: str | None = Field(
+    summary: Line | None = Field(
         default=None,
         description="A one-line digest of the whole category.",
         json_schema_extra=_cap(DESCRIPTION_MAX),
@@ -119,30 +120,30 @@ class RememberAboutUserArgs(ToolArgs):
 
 
 class RememberAboutProjectArgs(RememberAboutUserArgs):
-    project: str = Field(
+    project: Identifier = Field(
         min_length=1, max_length=150, description="The project's id; the note goes to its shared bank."
     )
 
 
 class EditNoteArgs(ToolArgs):
-    id: int = Field(description="The note's id, as returned by the remember tools.")
+    id: int = Field(ge=1, le=INT64_MAX, description="The note's id, as returned by the remember tools.")
     mode: Literal["find_replace", "replace"]
-    find: str | None = Field(
+    find: Text | None = Field(
         default=None, description="find_replace: the exact text to replace.", json_schema_extra=_cap(CONTENT_MAX)
     )
-    content: str = Field(
+    content: Text = Field(
         description="The replacement (empty removes the found text) or the whole new content.",
         json_schema_extra=_cap(CONTENT_MAX),
     )
 
 
 class SearchArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=10, ge=1, le=50)
 
 
 class RecallArgs(ToolArgs):
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     budget_chars: int = Field(default=4000, ge=100, le=50_000)
     depth: int = Field(default=1, ge=0, le=3)
     max_per_source: int = Field(default=1000, ge=50, le=10_000)
@@ -405,6 +406,7 @@ class Tool:
     run: Callable[[ToolContext, Any], dict[str, Any]]
     # Error statuses this tool adds to those every call can meet (400, 401, 413, 415, 429): the schema documents them.
     errors: tuple[int, ...] = (422,)
+    writes: bool = False  # a refused call of a writing tool is logged in the revision log
 
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
@@ -429,7 +431,8 @@ for _tool in [
         RememberArgs,
         WriteOut,
         run_remember,
-        (409, 422),
+        errors=(409, 422),
+        writes=True,
     ),
     Tool(
         "recall_memories",
@@ -444,7 +447,8 @@ for _tool in [
         ForgetMemoryArgs,
         WriteOut,
         run_forget_memory,
-        (404, 422),
+        errors=(404, 422),
+        writes=True,
     ),
     Tool(
         "remember_about_user",
@@ -453,7 +457,8 @@ for _tool in [
         RememberAboutUserArgs,
         WriteOut,
         run_remember_about_user,
-        (409, 422),
+        errors=(409, 422),
+        writes=True,
     ),
     Tool(
         "remember_about_project",
@@ -461,7 +466,8 @@ for _tool in [
         RememberAboutProjectArgs,
         WriteOut,
         run_remember_about_project,
-        (409, 422),
+        errors=(409, 422),
+        writes=True,
     ),
     Tool(
         "edit_note",
@@ -470,7 +476,8 @@ for _tool in [
         EditNoteArgs,
         WriteOut,
         run_edit_note,
-        (404, 422),
+        errors=(404, 422),
+        writes=True,
     ),
     Tool(
         "search",

@@ -24,11 +24,12 @@ from django_htmx.middleware import HtmxDetails
 
 from accounts.models import Agent, Membership, Person
 from config.exceptions import DomainError
+from config.middleware import checks_form_encoding, form_encoding_problem
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.queries import Digest, Hit, build_digest, recall_for_owner
-from memory.services import Actor, edit_note, erase_note, mute_category, unmute_category
+from memory.services import Actor, edit_note, erase_note, mute_category, record_refused_call, unmute_category
 from memory.text import word_diff
 
 REMOVALS_SHOWN = 50  # refusals and evictions listed per person, newest first
@@ -250,12 +251,28 @@ def note_detail(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+@checks_form_encoding
 def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
     """Replace a note's description and content. A refusal (over a cap, say) is shown in the form
-    with what was typed kept; the note is unchanged and the refusal is in the revision log."""
+    with what was typed kept; the note is unchanged and the refusal is in the revision log, like a
+    form that does not parse (a field missing, or not UTF-8)."""
     note = _visible_note(request, note_id)
+    if (problem := form_encoding_problem(request)) is not None:
+        field, message, as_sent = problem
+        record_refused_call(
+            team=note.team, actor=owner_actor(request), operation="edit", arguments={field: as_sent},
+            message=f"{field} {message}", field=field, note=note,
+        )  # fmt: skip
+        return HttpResponseBadRequest(f"{field} {message}", content_type="text/plain; charset=utf-8")
     form = NoteEditForm(request.POST)
-    if form.is_valid():
+    if not form.is_valid():
+        field, errors = next(iter(form.errors.items()))
+        record_refused_call(
+            team=note.team, actor=owner_actor(request), operation="edit",
+            arguments={name: request.POST.get(name) for name in form.fields}, message=" ".join(errors),
+            field=field if field in form.fields else None, note=note,
+        )  # fmt: skip
+    else:
         try:
             result = edit_note(
                 note=note,

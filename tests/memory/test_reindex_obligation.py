@@ -117,6 +117,7 @@ NOT_NOTE_WRITERS = {
     "check_scope_refs": "validation",
     "check_semantics": "validation",
     "daily_key": "pure",
+    "record_refused_call": "the revision log only",
 }
 
 

@@ -1,0 +1,249 @@
+"""What text Mnemo accepts, decided in one place and used at every boundary.
+
+Postgres cannot store some text at all: a NUL (U+0000) in a text or JSON column, and lone
+surrogates (U+D800-U+DFFF, which arrive as JSON escapes like "\\ud800" and are not valid
+Unicode). Other characters can be stored but have no business in some fields. Three kinds of
+field, from strictest to loosest:
+
+- IDENTIFIER (person ids, keys, categories, scopes, references, ontology ids, bank ids): no
+  control characters at all (C0, DEL, C1, tab and line breaks included), no line or paragraph
+  separators, and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+  U+2066-U+2069), which can make one id display as another.
+- LINE (descriptions, summaries, display names, reasons): one line; no control characters or
+  line/paragraph separators. Bidirectional controls are allowed: right-to-left text may need them.
+- TEXT (content, observations, messages, queries, personas): tab, line feed and carriage return
+  are allowed; every other control character is refused. Bidirectional controls are allowed.
+
+All three refuse NUL and lone surrogates. Refusals are DomainErrors (400 `invalid`, naming the
+field); nothing is trimmed or replaced. `find_unstorable` applies the TEXT rule to a whole parsed
+JSON document (every string and every object key), plus limits on nesting and on numbers, so a
+request body is checked before any of it is used. `escape_unstorable` and `storable_json` turn
+what was refused into something the revision log can hold.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import unicodedata
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from pydantic import AfterValidator
+
+from config.exceptions import DomainError
+
+INT64_MAX = 2**63 - 1
+# Legitimate bodies nest a few levels (a package: banks → notes → scope_refs → ids).
+MAX_JSON_DEPTH = 32
+
+TEXT_WHITESPACE = frozenset("\t\n\r")
+LINE_SEPARATORS = frozenset("\u2028\u2029")
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+class TextKind(enum.Enum):
+    IDENTIFIER = "identifier"
+    LINE = "line"
+    TEXT = "text"
+
+
+class InvalidText(DomainError):
+    code = "invalid"
+    http_status = 400
+
+
+def _describe(ch: str) -> str:
+    return f"U+{ord(ch):04X}"
+
+
+def text_problem(value: str, kind: TextKind) -> str | None:
+    """Why value cannot be a field of this kind (a sentence without the field's name), or None."""
+    for position, ch in enumerate(value):
+        code = ord(ch)
+        if code == 0:
+            return f"contains a NUL character (U+0000) at position {position}, which cannot be stored; remove it."
+        if 0xD800 <= code <= 0xDFFF:
+            return (
+                f"contains a lone surrogate ({_describe(ch)}) at position {position}, which is not valid Unicode; "
+                "send the text as UTF-8 (a surrogate escape must be one half of a pair)."
+            )
+        if unicodedata.category(ch) == "Cc":
+            if kind is TextKind.TEXT and ch in TEXT_WHITESPACE:
+                continue
+            if kind is TextKind.TEXT:
+                return (
+                    f"contains a control character ({_describe(ch)}) at position {position}; text may hold tab, "
+                    "line feed and carriage return, but no other control characters. Remove it."
+                )
+            return (
+                f"contains a control character ({_describe(ch)}) at position {position}; it must be one line of "
+                "printable text, without line breaks or control characters."
+            )
+        if ch in LINE_SEPARATORS and kind is not TextKind.TEXT:
+            return (
+                f"contains a line or paragraph separator ({_describe(ch)}) at position {position}; it must be "
+                "one line of text."
+            )
+        if ch in BIDI_CONTROLS and kind is TextKind.IDENTIFIER:
+            return (
+                f"contains a bidirectional control character ({_describe(ch)}) at position {position}; ids may not "
+                "hold them (they can make one id look like another). Remove it."
+            )
+    return None
+
+
+def check_text(value: str, *, field: str, kind: TextKind, error: type[DomainError] = InvalidText) -> str:
+    """value, if it may be a field of this kind; otherwise error (400 `invalid`) naming the field."""
+    problem = text_problem(value, kind)
+    if problem is not None:
+        raise error(f"{field} {problem}", field=field)
+    return value
+
+
+def parse_id(raw: str, *, field: str) -> int:
+    """A row id given as text (a query parameter): ASCII digits, at least 1, within 64 bits.
+
+    int() alone would take "²" or "٣" (any Unicode digit) and numbers Postgres cannot compare.
+    """
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= INT64_MAX:
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise InvalidText(
+            f"{field} must be an id: a whole number from 1 to {INT64_MAX} in ASCII digits (got {shown!r}).",
+            field=field,
+        )
+    return int(raw)
+
+
+# --- the same rule for pydantic models, DRF serializers and Django forms ------------------------
+
+
+def _pydantic_check(kind: TextKind) -> Any:
+    def check(value: str) -> str:
+        problem = text_problem(value, kind)
+        if problem is not None:
+            raise ValueError(problem)  # memory.api.parse_args reports it without pydantic's prefix
+        return value
+
+    return check
+
+
+Identifier = Annotated[str, AfterValidator(_pydantic_check(TextKind.IDENTIFIER))]
+Line = Annotated[str, AfterValidator(_pydantic_check(TextKind.LINE))]
+Text = Annotated[str, AfterValidator(_pydantic_check(TextKind.TEXT))]
+
+
+class TextValidator:
+    """A Django/DRF field validator: `serializers.CharField(validators=[TextValidator(TextKind.IDENTIFIER)])`."""
+
+    def __init__(self, kind: TextKind) -> None:
+        self.kind = kind
+
+    def __call__(self, value: Any) -> None:
+        if isinstance(value, str) and (problem := text_problem(value, self.kind)) is not None:
+            raise DjangoValidationError(problem, code="invalid")
+
+    def __eq__(self, other: object) -> bool:  # Django's migration autodetector compares validators
+        return isinstance(other, TextValidator) and other.kind == self.kind
+
+    def __hash__(self) -> int:
+        return hash(self.kind)
+
+
+# --- whole documents ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str
+    message: str
+    value: Any = None  # what was refused there
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def find_unstorable(value: Any, path: str = "", depth: int = 0) -> Problem | None:
+    """The first place in a parsed JSON document that no field of Mnemo could take, or None.
+
+    Every string and every object key is held to the TEXT rule (the loosest); numbers must be
+    finite and fit in 64 bits; nesting stops at MAX_JSON_DEPTH. Stricter rules per field
+    (identifiers, one-line text) are the fields' own.
+    """
+    if depth > MAX_JSON_DEPTH:
+        return Problem(
+            path or "body", f"is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter document.", "(nested)"
+        )
+    if isinstance(value, str):
+        problem = text_problem(value, TextKind.TEXT)
+        return Problem(path or "body", problem, value) if problem else None
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        if abs(value) > INT64_MAX:
+            return Problem(path or "body", "is a number out of range; numbers must fit in 64 bits.", value)
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return Problem(
+                path or "body", "is a number out of range; numbers must be finite and fit in 64 bits.", value
+            )
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            key_text = str(key)
+            problem = text_problem(key_text, TextKind.TEXT)
+            if problem is not None:
+                return Problem(_join(path, escape_unstorable(key_text)), f"(a member name) {problem}", key_text)
+            found = find_unstorable(item, _join(path, key_text), depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = find_unstorable(item, f"{path}[{index}]" if path else f"[{index}]", depth + 1)
+            if found is not None:
+                return found
+        return None
+    return None
+
+
+def escape_unstorable(text: str) -> str:
+    """text with every character the TEXT rule refuses written as a visible escape (\\u0000)."""
+    if text_problem(text, TextKind.TEXT) is None:
+        return text
+    return "".join(
+        f"\\u{ord(ch):04x}"
+        if ord(ch) == 0
+        or 0xD800 <= ord(ch) <= 0xDFFF
+        or (unicodedata.category(ch) == "Cc" and ch not in TEXT_WHITESPACE)
+        else ch
+        for ch in text
+    )
+
+
+def storable_json(value: Any, *, max_chars: int, depth: int = 0) -> Any:
+    """A copy of value the revision log can always store: refused characters escaped, strings
+    clipped at max_chars (and marked), depth and size bounded, non-JSON values as text."""
+    if depth > 8:
+        return "(nested too deeply to log)"
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) <= INT64_MAX else f"{str(value)[:40]}… (a number out of range)"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        escaped = escape_unstorable(value)
+        return escaped if len(escaped) <= max_chars else escaped[:max_chars] + f"… (clipped; {len(value)} characters)"
+    if isinstance(value, dict):
+        items = list(value.items())[:50]
+        return {
+            escape_unstorable(str(key))[:200]: storable_json(item, max_chars=max_chars, depth=depth + 1)
+            for key, item in items
+        }
+    if isinstance(value, list | tuple):
+        return [storable_json(item, max_chars=max_chars, depth=depth + 1) for item in value[:50]]
+    return escape_unstorable(str(value))[:max_chars]
