@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from config.ratelimit import Rate, client_address, count_request
+from config.text import TextKind, text_problem
 from curator import demo
 
 TEMPLATE = "curator/demo_page.html"
@@ -69,20 +70,26 @@ def demo_page(request: HttpRequest) -> HttpResponse:
     return render(request, TEMPLATE, {"demo": demo.peek(_visitor(request))})
 
 
+def _message_problem(text: str) -> str | None:
+    if not text:
+        return "Say something first."
+    if len(text) > MESSAGE_MAX_CHARS:
+        return f"Keep a message to {MESSAGE_MAX_CHARS:,} characters; this one has {len(text):,}."
+    if problem := text_problem(text, TextKind.TEXT):
+        return f"The message {problem}"
+    return None
+
+
 @require_POST
 @demo_view
 def demo_say(request: HttpRequest) -> HttpResponse:
     text = request.POST.get("message", "").strip()
-    if not text or len(text) > MESSAGE_MAX_CHARS:
+    # Checked before anything is written: a refused message leaves no session, person or row behind.
+    if problem := _message_problem(text):
         state = demo.peek(_visitor(request))
-        state.error = (
-            f"Keep a message to {MESSAGE_MAX_CHARS:,} characters; this one has {len(text):,}."
-            if text
-            else "Say something first."
-        )
-    else:
-        state = demo.say(_visitor_for_writing(request), text)
-    return _render(request, state)
+        state.error = problem
+        return _render(request, state)
+    return _render(request, demo.say(_visitor_for_writing(request), text))
 
 
 @require_POST

@@ -97,3 +97,11 @@ def test_a_message_over_the_forms_limit_is_refused_not_cut(client, demo_on):
     page = client.post("/demo/say", {"message": "x" * 2001}, headers=HTMX).content.decode()
     assert "Keep a message to 2,000 characters; this one has 2,001." in page
     assert row_counts() == before
+
+
+def test_a_message_postgres_cannot_store_is_refused_with_a_message_not_a_500(client, demo_on):
+    before = row_counts()
+    said = client.post("/demo/say", {"message": "I live in Oslo\x00"}, headers=HTMX)
+    assert said.status_code == 200
+    assert "The message contains a NUL character (U+0000)" in said.content.decode()
+    assert row_counts() == before
