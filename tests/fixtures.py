@@ -145,35 +145,48 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@contextmanager
-def asgi_server(name: str, **env_overrides: str) -> Iterator[str]:
-    """config.asgi:application under uvicorn (as `make run` serves it), on this run's test database.
+@dataclass(frozen=True)
+class LiveServer:
+    host: str
+    port: int
+    log_path: Path
 
-    Call it with the database unblocked; the server is stopped when the block ends.
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+@contextmanager
+def serve_asgi(name: str, **env_overrides: str) -> Iterator[LiveServer]:
+    """config.asgi:application under uvicorn (what `make run` serves), on this run's test database,
+    so requests arrive as they do in production (chunked bodies, /mcp, the ASGI wrappers).
+
+    Call it with the database unblocked; the server stops when the block ends.
     """
     env = {**subprocess_env(), **env_overrides}
-    port = free_port()
-    log = open(settings.DATA_DIR / f"test-uvicorn-{name}-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed below
+    server = LiveServer("127.0.0.1", free_port(), settings.DATA_DIR / f"test-uvicorn-{name}-{os.getpid()}.log")
+    log = server.log_path.open("w+")
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", server.host, "--port", str(server.port),
          "--lifespan", "on", "--no-access-log"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + WORKER_DEADLINE
         while True:
             if process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"uvicorn exited during start-up:\n{log.read()[-4000:]}")
+                pytest.fail(f"uvicorn exited during start-up:\n{server.log()[-4000:]}")
             try:
-                httpx.get(f"{url}/mcp", timeout=5)  # 401 at once: no database, worker or redis involved
+                httpx.get(f"{server.url}/mcp", timeout=5)  # 401 at once: no database, worker or redis involved
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline:
                     pytest.fail(f"uvicorn did not answer within {WORKER_DEADLINE:.0f}s")
                 time.sleep(0.1)
-        yield url
+        yield server
     finally:
         process.terminate()
         try:
@@ -187,8 +200,8 @@ def asgi_server(name: str, **env_overrides: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def web_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach."""
-    with django_db_blocker.unblock(), asgi_server("web", API_RATE="1000000/min") as url:
-        yield url
+    with django_db_blocker.unblock(), serve_asgi("web", API_RATE="1000000/min") as server:
+        yield server.url
 
 
 def wait_until(condition: Callable[[], object], *, worker: subprocess.Popen[str], what: str) -> None:

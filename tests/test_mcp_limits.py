@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from config.mcp import transport_security
-from tests.fixtures import asgi_server
+from tests.fixtures import serve_asgi
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -23,9 +23,9 @@ def limited_server(django_db_setup, django_db_blocker) -> Iterator[str]:
     """The ASGI app under uvicorn on the test database, with API_RATE at 3 an hour per key."""
     with (
         django_db_blocker.unblock(),
-        asgi_server("limits", API_RATE="3/hour", ALLOWED_HOSTS="localhost,127.0.0.1,[::1]") as url,
+        serve_asgi("limits", API_RATE="3/hour", ALLOWED_HOSTS="localhost,127.0.0.1,[::1]") as server,
     ):
-        yield url
+        yield server.url
 
 
 def initialize(url: str, key: str | None, **headers: str) -> httpx.Response:
