@@ -112,6 +112,13 @@ class NoteQuerySet(models.QuerySet["Note"]):
         """Notes in the banks this login may see in its Memory lens (see BankQuerySet.about_user)."""
         return self.filter(bank__in=Bank.objects.about_user(user))
 
+    def changeable_by(self, user: AbstractBaseUser) -> Self:
+        """Notes this login may edit or delete, and whose earlier versions it may read, in the lens:
+        those about its people, except that a shared bank's notes (everyone in the scope wrote them)
+        are a team admin's to change."""
+        admin_of = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).values("team")
+        return self.about_user(user).filter(~models.Q(bank__kind=Bank.Kind.SHARED) | models.Q(team__in=admin_of))
+
     def unmuted_for(self, agent: Agent, *, person: Person | None = None) -> Self:
         """Notes this agent may read: every read made for an agent goes through here.
 
