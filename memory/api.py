@@ -194,8 +194,13 @@ class NoteListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Note]:
-        notes = Note.objects.for_team(self.request.auth.team).select_related("bank", "bank__person").order_by("id")
         person = _person_filter(self.request)
+        notes = (
+            Note.objects.for_team(self.request.auth.team)
+            .unmuted_for(self.request.auth.agent, person=person)
+            .select_related("bank", "bank__person")
+            .order_by("id")
+        )
         if person is not None:
             notes = notes.filter(bank__person=person)
         if bank_id := self.request.query_params.get("bank"):
@@ -207,9 +212,9 @@ class NoteListApi(ListAPIView):
 
 class NoteDetailApi(APIView):
     def _note(self, request: Request, note_id: int) -> Note:
-        return get_object_or_404(
-            Note.objects.for_team(request.auth.team).select_related("bank", "bank__person"), pk=note_id
-        )
+        # A note muted for this agent is one it does not know: 404, like another team's.
+        notes = Note.objects.for_team(request.auth.team).unmuted_for(request.auth.agent)
+        return get_object_or_404(notes.select_related("bank", "bank__person"), pk=note_id)
 
     @extend_schema(operation_id="notes_retrieve", responses=NoteOutput)
     def get(self, request: Request, note_id: int) -> Response:
@@ -304,7 +309,7 @@ class RevisionListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Revision]:
-        revisions = Revision.objects.filter(team=self.request.auth.team)
+        revisions = Revision.objects.filter(team=self.request.auth.team).unmuted_for(self.request.auth.agent)
         if note := self.request.query_params.get("note"):
             revisions = revisions.filter(note_id=parse_id(note, field="note"))
         person = _person_filter(self.request)
@@ -346,6 +351,17 @@ _PACKAGE = inline_serializer(
         "person": serializers.DictField(read_only=True, help_text="Export only: the person's id and display name."),
         "mutes": serializers.ListField(
             child=serializers.DictField(), read_only=True, help_text="Export only: categories muted per agent."
+        ),
+        "withheld": inline_serializer(
+            "MemoryPackageWithheld",
+            {
+                "agent": serializers.CharField(),
+                "categories": serializers.ListField(child=serializers.CharField()),
+                "reason": serializers.CharField(),
+            },
+            read_only=True,
+            required=False,
+            help_text="Export only: the categories the person muted for the calling agent, left out of this export.",
         ),
         "banks": inline_serializer(
             "MemoryPackageBank",
@@ -421,4 +437,4 @@ class ExportApi(APIView):
         if not external_id:
             raise exceptions.ValidationError({"person": ["Name the person to export, e.g. ?person=ada."]})
         person = get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
-        return Response(packages.export_person(team=request.auth.team, person=person))
+        return Response(packages.export_person(team=request.auth.team, person=person, agent=request.auth.agent))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Self
 
 from django.db import models
 from django.db.models import Exists, OuterRef
+from django.db.models.fields.json import KT
 from django.db.models.functions import Length
 from pgvector.django import VectorField
 
@@ -111,6 +112,26 @@ class NoteQuerySet(models.QuerySet["Note"]):
         """Notes in the banks this login may see in its Memory lens (see BankQuerySet.about_user)."""
         return self.filter(bank__in=Bank.objects.about_user(user))
 
+    def changeable_by(self, user: AbstractBaseUser) -> Self:
+        """Notes this login may edit or delete, and whose earlier versions it may read, in the lens:
+        those about its people, except that a shared bank's notes (everyone in the scope wrote them)
+        are a team admin's to change."""
+        admin_of = Membership.objects.filter(user=user, role=Membership.Role.ADMIN).values("team")
+        return self.about_user(user).filter(~models.Q(bank__kind=Bank.Kind.SHARED) | models.Q(team__in=admin_of))
+
+    def unmuted_for(self, agent: Agent, *, person: Person | None = None) -> Self:
+        """Notes this agent may read: every read made for an agent goes through here.
+
+        A note is hidden when the person its bank is about muted its category for this agent;
+        with `person` (a read on that person's behalf, e.g. a turn), also when that person muted it,
+        which is how a mute reaches the shared banks of their scopes.
+        """
+        mutes = CategoryMute.objects.filter(team=OuterRef("team"), agent=agent, category=OuterRef("category"))
+        hidden = Exists(mutes.filter(person=OuterRef("bank__person")))
+        if person is not None:
+            hidden |= Exists(mutes.filter(person=person))
+        return self.exclude(hidden)
+
 
 class Note(models.Model):
     class Kind(models.TextChoices):
@@ -185,6 +206,18 @@ class Note(models.Model):
         }
 
 
+class RevisionQuerySet(models.QuerySet["Revision"]):
+    def unmuted_for(self, agent: Agent) -> Self:
+        """Revisions this agent may read: none of a note whose category (before or after the
+        change) the revision's person muted for this agent, so the log does not leak what a mute hides."""
+        mutes = CategoryMute.objects.filter(team=OuterRef("team"), person=OuterRef("person"), agent=agent)
+        return (
+            self.alias(category_before=KT("before__category"), category_after=KT("after__category"))
+            .exclude(Exists(mutes.filter(category=OuterRef("category_before"))))
+            .exclude(Exists(mutes.filter(category=OuterRef("category_after"))))
+        )
+
+
 class Revision(models.Model):
     class Action(models.TextChoices):
         CREATE = "create", "Created"
@@ -221,6 +254,8 @@ class Revision(models.Model):
     request_id = models.CharField(max_length=100, blank=True)
     erased = models.BooleanField(default=False, help_text="The content was erased on the person's request.")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RevisionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -60,8 +60,8 @@ On import:
 - A file that is not a memory package of a known version is refused as a whole
   (``InvalidNote``, 400 ``invalid``) before anything is written.
 
-Export writes extra top-level members (``team``, ``person``, ``mutes``) and extra note members
-(``id``, ``source``, ``repetitions``), all ignored on import.
+Export writes extra top-level members (``team``, ``person``, ``mutes``, and ``withheld`` when made
+for an agent) and extra note members (``id``, ``source``, ``repetitions``), all ignored on import.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from accounts.models import Person, Team
+from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError, NotFound
 from config.text import find_unstorable
@@ -435,8 +435,10 @@ def _revision_out(revision: Revision) -> dict[str, Any]:
     }
 
 
-def _banks_of(team: Team, person: Person) -> QuerySet[Bank]:
+def _banks_of(team: Team, person: Person, agent: Agent | None) -> QuerySet[Bank]:
     notes = Note.objects.filter(team=team).order_by("key")
+    if agent is not None:
+        notes = notes.unmuted_for(agent, person=person)
     return (
         Bank.objects.filter(team=team, person=person)
         .prefetch_related(Prefetch("notes", queryset=notes))
@@ -444,8 +446,13 @@ def _banks_of(team: Team, person: Person) -> QuerySet[Bank]:
     )
 
 
-def export_person(*, team: Team, person: Person) -> dict[str, Any]:
-    """Everything memory holds about one person: their private and global banks, notes and revisions."""
+def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> dict[str, Any]:
+    """Everything memory holds about one person: their private and global banks, notes and revisions.
+
+    Made for an agent (with its API key), it holds what that agent may read: the notes and
+    revisions of categories the person muted for it are left out, and `withheld` names those
+    categories so the omission shows. Without an agent (the person's own export, a command), nothing is.
+    """
     if person.team_id != team.pk:
         raise NotFound("No such person in this team.", field="person")
     banks = [
@@ -457,10 +464,20 @@ def export_person(*, team: Team, person: Person) -> dict[str, Any]:
             "policy": bank.policy,
             "notes": [_note_out(note) for note in bank.notes.all()],
         }
-        for bank in _banks_of(team, person)
+        for bank in _banks_of(team, person, agent)
     ]
     revisions = Revision.objects.filter(team=team, person=person).order_by("created_at", "id")
     mutes = CategoryMute.objects.filter(team=team, person=person).select_related("agent").order_by("created_at", "id")
+    withheld: dict[str, Any] = {}
+    if agent is not None:
+        revisions = revisions.unmuted_for(agent)
+        withheld = {
+            "withheld": {
+                "agent": agent.slug,
+                "categories": sorted(mute.category for mute in mutes if mute.agent_id == agent.pk),
+                "reason": "The person muted these categories for this agent; their notes and revisions are left out.",
+            }
+        }
     return {
         **HEADER,
         "exported_at": timezone.now().isoformat(),
@@ -473,6 +490,7 @@ def export_person(*, team: Team, person: Person) -> dict[str, Any]:
         "mutes": [
             {"agent": mute.agent.slug, "category": mute.category, "created_at": _iso(mute.created_at)} for mute in mutes
         ],
+        **withheld,
         "banks": banks,
         "revisions": [_revision_out(revision) for revision in revisions],
     }

@@ -15,7 +15,7 @@ from rank_bm25 import BM25Plus
 from accounts.models import Agent, Person, Team
 from memory.exceptions import UnknownOntologyId
 from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, Note, OntologyNode
-from memory.services import applicable_banks, check_scope_refs, muted_categories, validate_scope
+from memory.services import applicable_banks, check_scope_refs, validate_scope
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 
@@ -89,7 +89,6 @@ class Visible:
 
     banks: list[Bank]
     notes: list[Note]
-    muted: set[str]
 
 
 def visible_notes(
@@ -101,15 +100,20 @@ def visible_notes(
     context: TurnContext | None = None,
     gate_on_tags: bool = True,
 ) -> Visible:
-    """Applicable, unmuted, unexpired notes, shadowed narrowest first. Filtering runs before shadowing."""
+    """Applicable, unmuted, unexpired notes, shadowed narrowest first. Filtering runs before shadowing.
+
+    With an agent, what the person muted for it is left out (Note.objects.unmuted_for); without
+    one (the person's own lens), nothing is.
+    """
     context = context or TurnContext()
     scope = validate_scope(scope)
     refs = check_scope_refs(context.refs, "context.refs")
     matcher = TagMatcher(team, context.tags) if gate_on_tags else None
     banks = applicable_banks(team=team, person=person, scope=scope)
-    muted = muted_categories(person=person, agent=agent) if agent is not None else set()
-    now = timezone.now()
-    rows = list(Note.objects.filter(team=team, bank__in=banks).live(now).select_related("bank"))
+    notes = Note.objects.filter(team=team, bank__in=banks).live(timezone.now()).select_related("bank")
+    if agent is not None:
+        notes = notes.unmuted_for(agent, person=person)
+    rows = list(notes)
     per_bank: list[list[Note]] = []
     for bank in banks:
         applicable = [
@@ -118,10 +122,9 @@ def visible_notes(
             if note.bank_id == bank.pk
             and scope_refs_match(note.scope_refs, refs)
             and (matcher is None or matcher.matches(note.semantics))
-            and note.category not in muted
         ]
         per_bank.append(applicable)
-    return Visible(banks=banks, notes=shadow(per_bank), muted=muted)
+    return Visible(banks=banks, notes=shadow(per_bank))
 
 
 # --- the digest -------------------------------------------------------------------------------

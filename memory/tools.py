@@ -325,9 +325,11 @@ def run_remember_about_project(ctx: ToolContext, args: RememberAboutProjectArgs)
 
 
 def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -> Note:
-    """A note this call may touch: in the person's own banks, or the shared bank of this scope."""
+    """A note this call may touch: in the person's own banks, or the shared bank of this scope, and
+    not muted for this agent (editing by find_replace would otherwise reveal what a mute hides)."""
     note = (
         Note.objects.for_team(ctx.team)
+        .unmuted_for(ctx.agent, person=person)
         .select_related("bank")
         .filter(pk=note_id)
         .filter(

@@ -2,8 +2,10 @@
 
 What a login may see is decided here, in the querysets (`about_user`): the banks of the people
 linked to that login and nothing of another person or team (404, never 403, so ids reveal
-nothing). Every change goes through the write path with the owner as actor, so it lands in the
-revision log like any other write.
+nothing). What it may change is narrower (`changeable_by`): a shared bank's notes hold what
+everyone in the scope said, so only a team admin edits or deletes them, or reads their earlier
+versions; anyone else is refused with 403. Every change goes through the write path with the
+owner as actor, so it lands in the revision log like any other write.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -66,6 +69,7 @@ class BankSummary:
     bank: Bank
     count: int
     categories: list[CategoryGroup]
+    read_only: bool = False  # a shared bank, and this login is not an admin of its team
 
 
 @dataclass
@@ -86,6 +90,9 @@ def build_lens(request: HttpRequest) -> list[PersonLens]:
     """Every bank that holds memories about the signed-in login's people, grouped by category."""
     people = list(people_of(request).select_related("team").order_by("team__name", "external_id"))
     banks = sorted(Bank.objects.about_user(request.user), key=_bank_order)
+    admin_of = set(
+        Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values_list("team_id", flat=True)
+    )
     teams = {person.team_id for person in people}
     notes = Note.objects.filter(team__in=teams, bank__in=banks).order_by("category", "key")
     agents = list(Agent.objects.filter(team__in=teams).order_by("name"))
@@ -127,7 +134,8 @@ def build_lens(request: HttpRequest) -> list[PersonLens]:
                 muted_for = muted.get((person.pk, category), [])
                 unmuted = [agent for agent in lens.agents if agent not in muted_for]
                 categories.append(CategoryGroup(category, grouped, muted_for, unmuted))
-            lens.banks.append(BankSummary(bank=bank, count=len(held), categories=categories))
+            read_only = bank.kind == Bank.Kind.SHARED and bank.team_id not in admin_of
+            lens.banks.append(BankSummary(bank=bank, count=len(held), categories=categories, read_only=read_only))
         lenses.append(lens)
 
     by_person = {lens.person.pk: lens for lens in lenses}
@@ -204,6 +212,13 @@ class RevisionEntry:
     revision: Revision
     content_diff: list[tuple[str, str]]
     description_diff: list[tuple[str, str]]
+    content_withheld: bool = False
+
+
+READ_ONLY_SHARED = (
+    "This note is in a shared bank: everyone in {scope} shares it, so only a team admin can change "
+    "or delete it, or see its earlier versions."
+)
 
 
 def _snapshot_text(snapshot: dict[str, object] | None, name: str) -> str:
@@ -211,9 +226,16 @@ def _snapshot_text(snapshot: dict[str, object] | None, name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def revision_entries(note: Note) -> list[RevisionEntry]:
+def revision_entries(note: Note, *, with_content: bool = True) -> list[RevisionEntry]:
+    """The note's history, newest first. Without content (a shared note, for someone who may not
+    change it) only the events remain: earlier versions hold other people's observations."""
     entries = []
     for revision in Revision.objects.filter(team_id=note.team_id, note_id=note.pk).order_by("-created_at", "-id"):
+        if not with_content:
+            entries.append(
+                RevisionEntry(revision=revision, content_diff=[], description_diff=[], content_withheld=True)
+            )
+            continue
         before_description = _snapshot_text(revision.before, "description")
         after_description = _snapshot_text(revision.after, "description")
         entries.append(
@@ -234,6 +256,18 @@ def _visible_note(request: HttpRequest, note_id: int) -> Note:
     return get_object_or_404(Note.objects.about_user(request.user).select_related("bank", "bank__person"), pk=note_id)
 
 
+def _may_change(request: HttpRequest, note: Note) -> bool:
+    return Note.objects.changeable_by(request.user).filter(pk=note.pk).exists()
+
+
+def _note_to_change(request: HttpRequest, note_id: int) -> Note:
+    """A note this login may edit or delete: 404 if it may not even see it, 403 if it may only read it."""
+    note = _visible_note(request, note_id)
+    if not _may_change(request, note):
+        raise PermissionDenied(READ_ONLY_SHARED.format(scope=note.bank.scope))
+    return note
+
+
 def _edit_form(note: Note) -> NoteEditForm:
     return NoteEditForm(initial={"description": note.description, "content": note.content})
 
@@ -242,11 +276,15 @@ def _edit_form(note: Note) -> NoteEditForm:
 @login_required
 def note_detail(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
     note = _visible_note(request, note_id)
-    return render(
-        request,
-        "memory/note_detail.html",
-        {"note": note, "form": _edit_form(note), "revisions": revision_entries(note)},
-    )
+    if _may_change(request, note):
+        context = {"note": note, "form": _edit_form(note), "revisions": revision_entries(note)}
+    else:
+        context = {
+            "note": note,
+            "read_only": READ_ONLY_SHARED.format(scope=note.bank.scope),
+            "revisions": revision_entries(note, with_content=False),
+        }
+    return render(request, "memory/note_detail.html", context)
 
 
 @require_POST
@@ -256,7 +294,7 @@ def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
     """Replace a note's description and content. A refusal (over a cap, say) is shown in the form
     with what was typed kept; the note is unchanged and the refusal is in the revision log, like a
     form that does not parse (a field missing, or not UTF-8)."""
-    note = _visible_note(request, note_id)
+    note = _note_to_change(request, note_id)
     if (problem := form_encoding_problem(request)) is not None:
         field, message, as_sent = problem
         record_refused_call(
@@ -308,7 +346,7 @@ def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
 def note_delete(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
     """GET asks for confirmation; POST erases the note through the write path: the note, its vector
     and the content of its revisions go; the log keeps who did what, and when."""
-    note = _visible_note(request, note_id)
+    note = _note_to_change(request, note_id)
     if request.method == "GET":
         return render(request, "memory/note_confirm_delete.html", {"note": note})
     try:
