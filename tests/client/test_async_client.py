@@ -78,7 +78,9 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
             package = await mnemo.export_memories("ada")
             assert (await mnemo.import_memories(package))["unchanged"] == 2
             assert (await mnemo.forget_memory(person="ada", key="pet"))["action"] == "deleted"
-            assert (await mnemo.delete_note((await mnemo.list_notes(person="ada"))["results"][0]["id"]))["key"] == "food"
+            assert (await mnemo.delete_note((await mnemo.list_notes(person="ada"))["results"][0]["id"]))[
+                "key"
+            ] == "food"
 
     run_async(scenario)
     assert not Note.objects.filter(team=tenant.team, bank__bank_id="user:ada").exists()

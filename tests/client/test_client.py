@@ -128,7 +128,10 @@ def test_turns_conversations_and_messages(mnemo, tenant):
 
     listed = mnemo.list_conversations(person="ada")
     assert listed["count"] == 2
-    assert [c["id"] for c in mnemo.iter_conversations(person="ada", page_size=1)] == [started["id"], turn["conversation"]]
+    assert [c["id"] for c in mnemo.iter_conversations(person="ada", page_size=1)] == [
+        started["id"],
+        turn["conversation"],
+    ]
     assert mnemo.get_conversation(started["id"])["id"] == started["id"]
     assert mnemo.end_conversation(started["id"])["ended_at"] is not None
 
@@ -151,7 +154,12 @@ def test_notes_page_by_page_get_delete_and_their_revisions(mnemo, tenant, other_
     assert [n["key"] for n in mnemo.iter_notes(bank="user:ada", page_size=3)] == [f"fact-{i}" for i in range(5)]
 
     note = mnemo.get_note(ids[0])
-    assert (note["key"], note["bank"], note["person"], note["content"]) == ("fact-0", "user:ada", "ada", "Fact number 0.")
+    assert (note["key"], note["bank"], note["person"], note["content"]) == (
+        "fact-0",
+        "user:ada",
+        "ada",
+        "Fact number 0.",
+    )
     with Mnemo(web_server, api_key=other_tenant.key.plaintext) as stranger, pytest.raises(NotFound):
         stranger.get_note(ids[0])  # another team's note is not found, not forbidden
 
@@ -160,9 +168,9 @@ def test_notes_page_by_page_get_delete_and_their_revisions(mnemo, tenant, other_
         mnemo.get_note(ids[0])
     revisions = mnemo.list_revisions(note=ids[0])
     assert [r["action"] for r in revisions["results"]] == ["delete", "create"]  # newest first
-    assert len(list(mnemo.iter_revisions(person="ada", page_size=2))) == Revision.objects.filter(
-        team=tenant.team
-    ).count()
+    assert (
+        len(list(mnemo.iter_revisions(person="ada", page_size=2))) == Revision.objects.filter(team=tenant.team).count()
+    )
 
 
 def test_banks_are_listed_read_and_changed_with_an_admin_key(web_server, tenant, admin_tenant):
@@ -254,9 +262,9 @@ def test_errors_carry_their_status_code_field_and_message(mnemo, tenant, web_ser
         stranger.me()
     assert (unknown_key.value.status, unknown_key.value.code) == (401, "not_authenticated")
 
-    with Mnemo(f"http://127.0.0.1:{free_port()}", api_key="k", retry=RetryPolicy(max_retries=0)) as nowhere:
-        with pytest.raises(ConnectionFailed) as unreachable:
-            nowhere.me()
+    nowhere = Mnemo(f"http://127.0.0.1:{free_port()}", api_key="k", retry=RetryPolicy(max_retries=0))
+    with nowhere, pytest.raises(ConnectionFailed) as unreachable:
+        nowhere.me()
     assert unreachable.value.status is None
     assert isinstance(unreachable.value.__cause__, httpx.ConnectError)
     assert all(issubclass(cls, MnemoError) for cls in (TooLong, Invalid, NotFound, BankFull, ConnectionFailed))

@@ -82,16 +82,22 @@ def test_a_wait_past_the_budget_is_not_slept_the_error_says_when():
 
 def test_retries_stop_after_max_retries_and_after_the_total_wait():
     script = Script([throttled("0")] * 5 + [OK])
-    with scripted_server(script) as url, Mnemo(url, api_key="k", retry=RetryPolicy(max_retries=2)) as mnemo:
-        with pytest.raises(RateLimited) as limited:
-            mnemo.me()
+    with (
+        scripted_server(script) as url,
+        Mnemo(url, api_key="k", retry=RetryPolicy(max_retries=2)) as mnemo,
+        pytest.raises(RateLimited) as limited,
+    ):
+        mnemo.me()
     assert (len(script.seen_at), limited.value.attempts) == (3, 3)
 
     # Three waits of 0.4 s fit a budget of 1 s twice: the third would pass it, so the error is raised.
     script = Script([throttled("0.4")] * 4 + [OK])
-    with scripted_server(script) as url, Mnemo(url, api_key="k", retry=RetryPolicy(max_wait=1)) as mnemo:
-        with pytest.raises(RateLimited):
-            mnemo.me()
+    with (
+        scripted_server(script) as url,
+        Mnemo(url, api_key="k", retry=RetryPolicy(max_wait=1)) as mnemo,
+        pytest.raises(RateLimited),
+    ):
+        mnemo.me()
     assert len(script.seen_at) == 3
     assert script.seen_at[-1] - script.seen_at[0] < 1.0 + 0.5
 
@@ -106,9 +112,8 @@ def test_a_503_is_retried_with_backoff_but_memory_unavailable_is_not():
     # Mnemo recorded the person's message before composing failed: a retry would record it twice.
     hard_failure = (503, {}, {"error": {"code": "memory_unavailable", "message": "The memory store failed."}})
     script = Script([hard_failure, OK])
-    with scripted_server(script) as url, Mnemo(url, api_key="k") as mnemo:
-        with pytest.raises(Unavailable) as failed:
-            mnemo.me()
+    with scripted_server(script) as url, Mnemo(url, api_key="k") as mnemo, pytest.raises(Unavailable) as failed:
+        mnemo.me()
     assert (failed.value.code, len(script.seen_at)) == ("memory_unavailable", 1)
 
 
