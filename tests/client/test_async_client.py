@@ -11,8 +11,6 @@ from memory.models import Bank, Note
 from memory.services import Actor, latch_full
 from tests.client.conftest import run_async
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
     return {
@@ -35,6 +33,7 @@ def test_the_async_client_has_the_sync_clients_methods_with_the_same_signatures(
         assert other.return_annotation == signature.return_annotation, name
 
 
+@pytest.mark.django_db(transaction=True)
 def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
     async def scenario() -> None:
         async with AsyncMnemo(web_server, api_key=tenant.key.plaintext) as mnemo:
@@ -86,6 +85,7 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
     assert not Note.objects.filter(team=tenant.team, bank__bank_id="user:ada").exists()
 
 
+@pytest.mark.django_db(transaction=True)
 def test_async_errors_are_the_same_types(web_server, tenant):
     def client() -> AsyncMnemo:
         return AsyncMnemo(web_server, api_key=tenant.key.plaintext)

@@ -5,8 +5,6 @@ OpenAPI schema at /api/schema/ is the contract they follow. The *Args dicts are 
 keyword arguments: every tool takes `person`, and optionally `scope` and `context`.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
 
