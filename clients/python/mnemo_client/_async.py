@@ -72,7 +72,6 @@ class AsyncMnemo:
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self._headers = _core.headers(api_key, headers)
-        self._sleep = asyncio.sleep
 
     async def close(self) -> None:
         if self._owns_http:
@@ -102,7 +101,7 @@ class AsyncMnemo:
             delay = self.retry.delay(error, retries_done=retries, waited=waited)
             if delay is None:
                 raise error
-            await self._sleep(delay)
+            await asyncio.sleep(delay)
             waited += delay
             retries += 1
 

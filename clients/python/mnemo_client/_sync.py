@@ -72,7 +72,6 @@ class Mnemo:
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
         self._headers = _core.headers(api_key, headers)
-        self._sleep = time.sleep
 
     def close(self) -> None:
         if self._owns_http:
@@ -102,7 +101,7 @@ class Mnemo:
             delay = self.retry.delay(error, retries_done=retries, waited=waited)
             if delay is None:
                 raise error
-            self._sleep(delay)
+            time.sleep(delay)
             waited += delay
             retries += 1
 
