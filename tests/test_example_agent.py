@@ -88,4 +88,27 @@ def test_without_a_model_the_reply_is_canned_and_the_memories_used_are_shown(liv
 def test_a_bad_key_stops_with_mnemos_message(live_server, tenant):
     code, printed = run(["--person", "ada", "--once", "hi"], {"MNEMO_URL": live_server.url, "MNEMO_KEY": "mnemo_x_y"})
     assert code == 1
-    assert printed == ["Stopped: /api/v1/turns answered 401: The API key is unknown or revoked."]
+    assert printed == ["Stopped: 401 not_authenticated: The API key is unknown or revoked."]
+
+
+def test_a_refused_tool_call_goes_back_to_the_model_which_answers(live_server, tenant):
+    too_long = {"key": "life-story", "description": "Ada's life", "content": "x" * 2001}
+    calls = {
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "remember", "arguments": json.dumps(too_long)}},
+            {"id": "call_2", "type": "function", "function": {"name": "drop_tables", "arguments": "{}"}},
+        ]
+    }
+    script = Script(replies=[(200, calls), (200, "That was too long to remember.")])
+    with chat_server(script) as llm_url:
+        env = {"MNEMO_URL": live_server.url, "MNEMO_KEY": tenant.key.plaintext, "LLM_BASE_URL": llm_url,
+               "LLM_MODEL": "test-model"}  # fmt: skip
+        code, printed = run(["--person", "ada", "--once", "Remember my whole life story."], env)
+
+    assert code == 0, printed
+    assert "  [tool] remember → too_long" in printed
+    assert printed[-1] == "agent> That was too long to remember."
+    refused, unknown = [json.loads(m["content"]) for m in script.requests[1]["messages"] if m["role"] == "tool"]
+    assert (refused["error"]["code"], refused["error"]["field"]) == ("too_long", "content")
+    assert unknown["error"]["code"] == "invalid"
+    assert not Note.objects.filter(team=tenant.team).exists()

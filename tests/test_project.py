@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _locked() -> dict[str, str]:
     pins = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
-        if line and not line.startswith("#"):
+        if line and not line.startswith(("#", "-")):  # "-e ./clients/python" is this repository's client
             name, _, version = line.partition("==")
             pins[name.lower().replace("_", "-")] = version
     return pins
@@ -61,8 +62,11 @@ def test_deploy_checks_are_clean_with_production_settings():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+CLIENT = ROOT / "clients" / "python"
+
+
 def _project_modules() -> list[Path]:
-    skip = {".venv", "var", "tests", "node_modules"}
+    skip = {".venv", "var", "tests", "node_modules", "clients"}  # the client declares its own dependencies
     return [
         path
         for path in ROOT.rglob("*.py")
@@ -70,17 +74,13 @@ def _project_modules() -> list[Path]:
     ]
 
 
-def test_every_third_party_import_is_a_declared_dependency():
-    """A package used by the code but missing from pyproject works here and fails on a fresh machine."""
+def _undeclared_imports(modules: list[Path], local: set[str], declared: Callable[[Path], set[str]]) -> dict[str, str]:
     import ast
     from importlib.metadata import packages_distributions
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = {Requirement(spec).name.lower().replace("_", "-") for spec in project["dependencies"]}
-    local = {p.name for p in ROOT.iterdir() if p.is_dir()} | {p.stem for p in ROOT.glob("*.py")}
     distributions = packages_distributions()
     missing = {}
-    for path in _project_modules():
+    for path in modules:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -92,6 +92,39 @@ def test_every_third_party_import_is_a_declared_dependency():
                 if top in sys.stdlib_module_names or top in local:
                     continue
                 owners = {d.lower().replace("_", "-") for d in distributions.get(top, [top])}
-                if not owners & declared:
+                if not owners & declared(path):
                     missing.setdefault(top, str(path.relative_to(ROOT)))
+    return missing
+
+
+def _names(specs: list[str]) -> set[str]:
+    return {Requirement(spec).name.lower().replace("_", "-") for spec in specs}
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    """A package used by the code but missing from pyproject works here and fails on a fresh machine."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    service = _names(project["dependencies"])
+    examples = service | _names(project["optional-dependencies"]["dev"])  # examples run on a dev install
+    local = {p.name for p in ROOT.iterdir() if p.is_dir()} | {p.stem for p in ROOT.glob("*.py")} | {"mnemo_client"}
+    missing = _undeclared_imports(
+        _project_modules(), local, lambda path: examples if path.is_relative_to(ROOT / "examples") else service
+    )
     assert not missing, f"imported but not declared in pyproject.toml dependencies: {missing}"
+
+
+def test_the_client_package_declares_what_it_imports_and_the_lock_pins_it():
+    client = tomllib.loads((CLIENT / "pyproject.toml").read_text())["project"]
+    specs = client["dependencies"] + [spec for extra in client["optional-dependencies"].values() for spec in extra]
+    modules = sorted((CLIENT / "mnemo_client").rglob("*.py"))
+    assert modules
+    missing = _undeclared_imports(modules, {"mnemo_client"}, lambda path: _names(specs))
+    assert not missing, f"imported by mnemo_client but not declared in clients/python/pyproject.toml: {missing}"
+
+    pins = _locked()
+    for spec in specs:
+        requirement = Requirement(spec)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} (clients/python) is not pinned in requirements.lock"
+        assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement.specifier}"
+    assert "-e ./clients/python" in (ROOT / "requirements.lock").read_text().splitlines()

@@ -1,0 +1,337 @@
+"""Mnemo: the synchronous client. AsyncMnemo (mnemo_client._async) has the same methods, awaited."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, Unpack
+
+import httpx
+
+from mnemo_client import _core
+from mnemo_client._core import Call, RetryPolicy, query, segment, tool_call
+from mnemo_client.errors import ConnectionFailed, error_from_response
+from mnemo_client.types import (
+    Bank,
+    Context,
+    Conversation,
+    EditNoteArgs,
+    ForgetMemoryArgs,
+    ImportReport,
+    Me,
+    MemoryPackage,
+    Message,
+    Note,
+    NoteDeleted,
+    Page,
+    Person,
+    Profile,
+    RecallArgs,
+    RecallMemoriesArgs,
+    RecallMemoriesResult,
+    RecallResult,
+    RecentMessagesArgs,
+    RecentMessagesResult,
+    RememberAboutProjectArgs,
+    RememberAboutUserArgs,
+    RememberArgs,
+    Revision,
+    Role,
+    SearchArgs,
+    SearchConversationArgs,
+    SearchConversationResult,
+    SearchResult,
+    ToolFormat,
+    TurnComposition,
+    WriteResult,
+)
+
+
+class Mnemo:
+    """A client for one Mnemo agent key.
+
+        mnemo = Mnemo("http://127.0.0.1:8000", api_key="mnemo_...")   # or MNEMO_URL / MNEMO_KEY
+        mnemo.remember(person="ada", key="home-city", description="Where Ada lives", content="Oslo")
+
+    429 and 503 answers are retried per `retry` (see RetryPolicy); every other error is raised
+    at once as a MnemoError subclass. Use it as a context manager, or call close().
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = _core.DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self.base_url, api_key = _core.settings(base_url, api_key)
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=timeout)
+        self._headers = _core.headers(api_key, headers)
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Mnemo:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- the one way out ----------------------------------------------------------------------
+
+    def request(self, call: Call) -> Any:
+        """Send one call; return its decoded JSON body or raise a MnemoError. Retries 429/503 per the policy."""
+        waited, retries = 0.0, 0
+        while True:
+            try:
+                response = self._http.request(
+                    call.method, self.base_url + call.path, params=call.params, json=call.body, headers=self._headers
+                )
+            except httpx.TransportError as exc:
+                raise ConnectionFailed(f"{call.method} {call.path}: {exc!r}", code="connection_failed") from exc
+            if response.is_success:
+                return _core.decode(response)
+            error = error_from_response(response, attempts=retries + 1)
+            delay = self.retry.delay(error, retries_done=retries, waited=waited)
+            if delay is None:
+                raise error
+            time.sleep(delay)
+            waited += delay
+            retries += 1
+
+    def _pages(self, path: str, params: dict[str, Any], page_size: int) -> Iterator[Any]:
+        offset = 0
+        while True:
+            page = self.request(Call("GET", path, params={**params, "limit": page_size, "offset": offset}))
+            yield from page["results"]
+            offset += len(page["results"])
+            if not page["results"] or offset >= page["count"]:
+                return
+
+    # --- who am I ------------------------------------------------------------------------------
+
+    def me(self) -> Me:
+        """The team and agent this key acts as, and whether it may administer banks."""
+        return self.request(Call("GET", "/api/v1/me"))
+
+    def register_person(self, person: str, *, display_name: str | None = None) -> Person:
+        """Make a person known ahead of their first conversation (tools also create people on first sight)."""
+        return self.request(Call("POST", "/api/v1/people", body=query(person=person, display_name=display_name)))
+
+    def get_person(self, person: str) -> Person:
+        return self.request(Call("GET", f"/api/v1/people/{segment(person)}"))
+
+    # --- the ten tools -------------------------------------------------------------------------
+
+    def tools(self, format: ToolFormat = "mnemo") -> list[dict[str, Any]]:
+        """The tool schemas: mnemo {name, description, parameters}, openai or anthropic function-calling form."""
+        return self.request(Call("GET", "/api/v1/tools", params={"format": format}))["tools"]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Run any tool by name with a dict of arguments, e.g. the arguments a model wrote."""
+        return self.request(tool_call(name, arguments))
+
+    def remember(self, **args: Unpack[RememberArgs]) -> WriteResult:
+        """Create or replace (by key) a note in the private (default), shared or global bank."""
+        return self.request(tool_call("remember", args))
+
+    def recall_memories(self, **args: Unpack[RecallMemoriesArgs]) -> RecallMemoriesResult:
+        """Notes relevant to a query with their full content (BM25 fused with vectors)."""
+        return self.request(tool_call("recall_memories", args))
+
+    def forget_memory(self, **args: Unpack[ForgetMemoryArgs]) -> WriteResult:
+        """Delete the note with this key from the narrowest applicable bank that holds it."""
+        return self.request(tool_call("forget_memory", args))
+
+    def remember_about_user(self, **args: Unpack[RememberAboutUserArgs]) -> WriteResult:
+        """Append an observation to the person's note for a category (in their global bank)."""
+        return self.request(tool_call("remember_about_user", args))
+
+    def remember_about_project(self, **args: Unpack[RememberAboutProjectArgs]) -> WriteResult:
+        """Append an observation to the project's shared note for a category."""
+        return self.request(tool_call("remember_about_project", args))
+
+    def edit_note(self, **args: Unpack[EditNoteArgs]) -> WriteResult:
+        """Edit a note by id: find_replace (empty content removes the found text) or replace."""
+        return self.request(tool_call("edit_note", args))
+
+    def search(self, **args: Unpack[SearchArgs]) -> SearchResult:
+        """Ranked snippets with scores and ids; search before writing to reuse a key."""
+        return self.request(tool_call("search", args))
+
+    def recall(self, **args: Unpack[RecallArgs]) -> RecallResult:
+        """Relevant notes plus their [[key]] neighbours, packed within a character budget."""
+        return self.request(tool_call("recall", args))
+
+    def recent_messages(self, **args: Unpack[RecentMessagesArgs]) -> RecentMessagesResult:
+        """The latest messages of this agent's conversations with the person, oldest first."""
+        return self.request(tool_call("recent_messages", args))
+
+    def search_conversation(self, **args: Unpack[SearchConversationArgs]) -> SearchConversationResult:
+        """Search what was said in this agent's conversations with the person."""
+        return self.request(tool_call("search_conversation", args))
+
+    # --- turns ---------------------------------------------------------------------------------
+
+    def take_turn(
+        self,
+        *,
+        person: str,
+        message: str,
+        conversation: int | None = None,
+        scope: str | None = None,
+        context: Context | None = None,
+        profile: Profile | None = None,
+        persona: str | None = None,
+    ) -> TurnComposition:
+        """Record the person's message and get what the model is given this turn (POST /api/v1/turns)."""
+        body = query(
+            person=person, message=message, conversation=conversation, scope=scope, context=context,
+            profile=profile, persona=persona,
+        )  # fmt: skip
+        return self.request(Call("POST", "/api/v1/turns", body=body))
+
+    def reply(self, turn: int, content: str) -> Message:
+        """Record the agent's reply to a turn (once; a second reply is a Conflict)."""
+        return self.request(Call("POST", f"/api/v1/turns/{segment(turn)}/reply", body={"content": content}))
+
+    # --- conversations and messages ------------------------------------------------------------
+
+    def start_conversation(self, person: str) -> Conversation:
+        return self.request(Call("POST", "/api/v1/conversations", body={"person": person}))
+
+    def list_conversations(
+        self, *, person: str | None = None, limit: int | None = None, offset: int | None = None
+    ) -> Page[Conversation]:
+        """This agent's conversations, newest first."""
+        return self.request(
+            Call("GET", "/api/v1/conversations", params=query(person=person, limit=limit, offset=offset))
+        )
+
+    def iter_conversations(
+        self, *, person: str | None = None, page_size: int = _core.DEFAULT_PAGE_SIZE
+    ) -> Iterator[Conversation]:
+        return self._pages("/api/v1/conversations", query(person=person), page_size)
+
+    def get_conversation(self, conversation: int) -> Conversation:
+        return self.request(Call("GET", f"/api/v1/conversations/{segment(conversation)}"))
+
+    def end_conversation(self, conversation: int) -> Conversation:
+        """Close the conversation; the curator reads whatever it has not read yet."""
+        return self.request(Call("POST", f"/api/v1/conversations/{segment(conversation)}/end"))
+
+    def delete_conversation(self, conversation: int) -> None:
+        self.request(Call("DELETE", f"/api/v1/conversations/{segment(conversation)}"))
+
+    def add_message(self, conversation: int, *, role: Role, content: str, external_id: str | None = None) -> Message:
+        """Record a message without composing a turn (history, or a message the agent sent on its own)."""
+        body = query(role=role, content=content, external_id=external_id)
+        return self.request(Call("POST", f"/api/v1/conversations/{segment(conversation)}/messages", body=body))
+
+    def list_messages(self, conversation: int, *, limit: int | None = None, offset: int | None = None) -> Page[Message]:
+        path = f"/api/v1/conversations/{segment(conversation)}/messages"
+        return self.request(Call("GET", path, params=query(limit=limit, offset=offset)))
+
+    def iter_messages(self, conversation: int, *, page_size: int = _core.DEFAULT_PAGE_SIZE) -> Iterator[Message]:
+        return self._pages(f"/api/v1/conversations/{segment(conversation)}/messages", {}, page_size)
+
+    def delete_message(self, conversation: int, message: int) -> None:
+        """Erase a message from the record and from every search; a summary it fed is marked stale."""
+        self.request(Call("DELETE", f"/api/v1/conversations/{segment(conversation)}/messages/{segment(message)}"))
+
+    # --- notes ---------------------------------------------------------------------------------
+
+    def list_notes(
+        self,
+        *,
+        person: str | None = None,
+        bank: str | None = None,
+        category: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Note]:
+        params = query(person=person, bank=bank, category=category, limit=limit, offset=offset)
+        return self.request(Call("GET", "/api/v1/notes", params=params))
+
+    def iter_notes(
+        self,
+        *,
+        person: str | None = None,
+        bank: str | None = None,
+        category: str | None = None,
+        page_size: int = _core.DEFAULT_PAGE_SIZE,
+    ) -> Iterator[Note]:
+        """Every note that matches, page after page (oldest first)."""
+        return self._pages("/api/v1/notes", query(person=person, bank=bank, category=category), page_size)
+
+    def get_note(self, note: int) -> Note:
+        return self.request(Call("GET", f"/api/v1/notes/{segment(note)}"))
+
+    def delete_note(self, note: int) -> NoteDeleted:
+        """Delete a note and its vector; the revision log keeps the event."""
+        return self.request(Call("DELETE", f"/api/v1/notes/{segment(note)}"))
+
+    # --- banks and revisions -------------------------------------------------------------------
+
+    def list_banks(
+        self, *, person: str | None = None, limit: int | None = None, offset: int | None = None
+    ) -> Page[Bank]:
+        return self.request(Call("GET", "/api/v1/banks", params=query(person=person, limit=limit, offset=offset)))
+
+    def iter_banks(self, *, person: str | None = None, page_size: int = _core.DEFAULT_PAGE_SIZE) -> Iterator[Bank]:
+        return self._pages("/api/v1/banks", query(person=person), page_size)
+
+    def get_bank(self, bank: str) -> Bank:
+        """A bank by id, e.g. user:ada, user:ada:project:apollo or scope:project:apollo."""
+        return self.request(Call("GET", f"/api/v1/banks/{segment(bank)}"))
+
+    def update_bank(
+        self,
+        bank: str,
+        *,
+        policy: str | None = None,
+        soft_limit: int | None = None,
+        hard_limit: int | None = None,
+        capacity: int | None = None,
+    ) -> Bank:
+        """Change a bank's policy (curated, bounded) or limits; needs an admin-capable key."""
+        body = query(policy=policy, soft_limit=soft_limit, hard_limit=hard_limit, capacity=capacity)
+        return self.request(Call("PATCH", f"/api/v1/banks/{segment(bank)}", body=body))
+
+    def list_revisions(
+        self,
+        *,
+        note: int | None = None,
+        person: str | None = None,
+        bank: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Revision]:
+        params = query(note=note, person=person, bank=bank, limit=limit, offset=offset)
+        return self.request(Call("GET", "/api/v1/revisions", params=params))
+
+    def iter_revisions(
+        self,
+        *,
+        note: int | None = None,
+        person: str | None = None,
+        bank: str | None = None,
+        page_size: int = _core.DEFAULT_PAGE_SIZE,
+    ) -> Iterator[Revision]:
+        return self._pages("/api/v1/revisions", query(note=note, person=person, bank=bank), page_size)
+
+    # --- memory packages -----------------------------------------------------------------------
+
+    def import_memories(self, package: MemoryPackage | list[dict[str, Any]]) -> ImportReport:
+        """Import a memory package (idempotent by key); refused notes are reported, the rest import."""
+        return self.request(Call("POST", "/api/v1/imports", body=_core.jsonable(package)))
+
+    def export_memories(self, person: str) -> MemoryPackage:
+        """Everything memory holds about one person, as a package import_memories takes back."""
+        return self.request(Call("GET", "/api/v1/exports", params={"person": person}))

@@ -1,0 +1,355 @@
+"""The shapes Mnemo sends and takes, as TypedDicts: plain dicts at run time, typed for editors and checkers.
+
+Results are the JSON bodies as Mnemo answers them (timestamps stay ISO 8601 strings); the
+OpenAPI schema at /api/schema/ is the contract they follow. The *Args dicts are the tools'
+keyword arguments: every tool takes `person`, and optionally `scope` and `context`.
+"""
+
+from datetime import datetime
+from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+NoteKind = Literal["identity", "preference", "fact", "ephemeral", "page", "daily"]
+BankChoice = Literal["private", "shared", "global"]
+Profile = Literal["full", "memory_only"]
+Role = Literal["user", "assistant"]
+ToolFormat = Literal["mnemo", "openai", "anthropic"]
+
+
+class Context(TypedDict, total=False):
+    """What a turn is about: concrete refs ({"project": ["P"]}) and ontology tags; decides which notes apply."""
+
+    refs: dict[str, list[str]]
+    tags: list[str]
+
+
+# --- tool arguments ---------------------------------------------------------------------------
+
+
+class ToolArgs(TypedDict, total=False):
+    person: Required[str]  # the agent platform's id for the person; created on first sight
+    scope: str  # where the conversation happens, e.g. "project:apollo"
+    context: Context
+
+
+class RememberArgs(ToolArgs, total=False):
+    key: Required[str]  # normalised to a slug: "Home City" and home_city are both home-city
+    description: Required[str]
+    content: Required[str]
+    kind: NoteKind
+    category: str
+    bank: BankChoice
+    scope_refs: dict[str, list[str]]
+    semantics: list[str]
+    expires_at: datetime | str  # a datetime with a timezone, or ISO 8601 text
+
+
+class RecallMemoriesArgs(ToolArgs, total=False):
+    query: Required[str]
+    limit: int
+
+
+class ForgetMemoryArgs(ToolArgs, total=False):
+    key: Required[str]
+    reason: str
+
+
+class RememberAboutUserArgs(ToolArgs, total=False):
+    observation: Required[str]
+    category: Required[str]
+    summary: str
+
+
+class RememberAboutProjectArgs(RememberAboutUserArgs, total=False):
+    project: Required[str]
+
+
+class EditNoteArgs(ToolArgs, total=False):
+    id: Required[int]
+    mode: Required[Literal["find_replace", "replace"]]
+    content: Required[str]
+    find: str
+
+
+class SearchArgs(ToolArgs, total=False):
+    query: Required[str]
+    limit: int
+
+
+class RecallArgs(ToolArgs, total=False):
+    query: Required[str]
+    budget_chars: int
+    depth: int
+    max_per_source: int
+
+
+class RecentMessagesArgs(ToolArgs, total=False):
+    conversation: int
+    limit: int
+
+
+class SearchConversationArgs(ToolArgs, total=False):
+    query: Required[str]
+    limit: int
+
+
+# --- tool results -----------------------------------------------------------------------------
+
+
+class Evicted(TypedDict):
+    id: int
+    key: str
+    kind: str
+    reason: str
+
+
+class WriteResult(TypedDict):
+    """What a write did: action is created, updated, unchanged or deleted."""
+
+    id: int | None
+    bank: str
+    key: str
+    action: str
+    evicted: list[Evicted]
+
+
+class RecallMemoriesHit(TypedDict):
+    id: int
+    bank: str
+    key: str
+    description: str
+    content: str
+    score: float
+
+
+class RecallMemoriesResult(TypedDict):
+    results: list[RecallMemoriesHit]
+    degraded: list[str]
+
+
+class SearchHit(TypedDict):
+    id: int
+    bank: str
+    key: str
+    snippet: str
+    score: float
+
+
+class SearchResult(TypedDict):
+    results: list[SearchHit]
+    degraded: list[str]
+
+
+class RecallItem(TypedDict):
+    id: int
+    bank: str
+    key: str
+    content: str
+    via: str
+    truncated: bool
+
+
+class Omitted(TypedDict):
+    id: int
+    key: str
+    chars: int
+    reason: str
+
+
+class RecallResult(TypedDict):
+    items: list[RecallItem]
+    used_chars: int
+    omitted: list[Omitted]
+    degraded: list[str]
+
+
+class ToolMessage(TypedDict):
+    id: int
+    conversation: int
+    role: str
+    content: str
+    created_at: str
+
+
+class RecentMessagesResult(TypedDict):
+    messages: list[ToolMessage]
+
+
+class ConversationHit(TypedDict):
+    message_id: int
+    conversation: int
+    role: str
+    snippet: str
+    score: float
+    created_at: str
+
+
+class SearchConversationResult(TypedDict):
+    results: list[ConversationHit]
+
+
+# --- resources --------------------------------------------------------------------------------
+
+
+class Page(TypedDict, Generic[T]):
+    """One page of a list: `count` is the total; iterate every page with the iter_* methods."""
+
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[T]
+
+
+class Me(TypedDict):
+    team: str
+    agent: str
+    agent_name: str
+    key_prefix: str
+    can_admin: bool
+
+
+class Person(TypedDict):
+    person: str
+    display_name: str
+    created_at: str
+
+
+class Block(TypedDict):
+    layer: str  # persona, last_exchange, summary, notes, passages, deeper_window
+    text: str
+    chars: int
+
+
+class ChatMessage(TypedDict):
+    role: str
+    content: str
+
+
+class TurnComposition(TypedDict):
+    """What the model is given this turn: blocks (system text by layer) and messages (the window)."""
+
+    turn: int
+    conversation: int
+    blocks: list[Block]
+    messages: list[ChatMessage]
+    costs: dict[str, int]
+    ceiling: int
+    degraded: list[str]
+    notes_used: list[int]
+
+
+class Conversation(TypedDict):
+    id: int
+    person: str
+    agent: str
+    started_at: str
+    ended_at: str | None
+    summary: str
+    summary_updated_at: str | None
+    summary_stale: bool
+    curation_pending: bool
+    last_curated_at: str | None
+    last_curation_outcome: str
+
+
+class Message(TypedDict):
+    id: int
+    conversation: int
+    role: str
+    content: str
+    order: int
+    created_at: str
+    external_id: str
+
+
+class Note(TypedDict):
+    id: int
+    bank: str
+    person: str | None
+    key: str
+    description: str
+    content: str
+    kind: str
+    category: str
+    scope_refs: dict[str, list[str]]
+    semantics: list[str]
+    source: str
+    repetitions: int
+    created_at: str
+    updated_at: str
+    expires_at: str | None
+
+
+class NoteDeleted(TypedDict):
+    id: int
+    bank: str
+    key: str
+    action: str
+
+
+class Consolidation(TypedDict):
+    pending: bool
+    requested_at: str | None
+    last_run_at: str | None
+    last_outcome: str
+
+
+class Bank(TypedDict):
+    id: str  # user:<person>:<scope> (private), scope:<scope> (shared), user:<person> (global)
+    kind: str
+    person: str | None
+    scope: str
+    policy: str  # curated or bounded
+    count: int
+    soft_limit: int
+    hard_limit: int
+    capacity: int
+    full: bool
+    full_since: str | None
+    consolidation: Consolidation
+
+
+class Revision(TypedDict):
+    id: int
+    bank: str
+    note: int | None
+    note_key: str
+    action: str
+    actor: str
+    actor_ref: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str
+    request_id: str
+    erased: bool
+    created_at: str
+
+
+class ImportRefusal(TypedDict):
+    bank: str
+    key: str
+    code: str
+    message: str
+
+
+class ImportReport(TypedDict):
+    created: int
+    updated: int
+    unchanged: int
+    refused: int
+    refusals: list[ImportRefusal]
+    evicted: list[dict[str, Any]]
+
+
+class MemoryPackage(TypedDict, total=False):
+    """A memory package (format mnemo.memory-package, versioned): what export_memories returns and import_memories takes."""
+
+    format: Required[str]
+    version: Required[int]
+    exported_at: str
+    team: str
+    person: dict[str, Any]
+    mutes: list[dict[str, Any]]
+    banks: Required[list[dict[str, Any]]]
+    revisions: list[dict[str, Any]]
