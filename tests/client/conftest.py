@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from mnemo_client import Mnemo
 
-from tests.fixtures import Tenant, asgi_server
+from tests.fixtures import Tenant, serve_asgi
 
 
 @pytest.fixture(scope="package")
 def web_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """As tests.fixtures.web_server, shared by every module here: starting uvicorn is the slow part."""
-    with django_db_blocker.unblock(), asgi_server("client", API_RATE="1000000/min") as url:
-        yield url
+    with django_db_blocker.unblock(), serve_asgi("client", API_RATE="1000000/min") as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from mnemo_client import AsyncMnemo, Mnemo, RateLimited, RetryPolicy, Unavailable
 
 from tests.client.conftest import run_async
-from tests.fixtures import asgi_server
+from tests.fixtures import serve_asgi
 
 OK = (200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False})
 
@@ -133,8 +133,8 @@ def test_an_http_date_retry_after_and_the_async_client():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_real_servers_429_is_rate_limited_with_retry_after(django_db_blocker, tenant):
-    with django_db_blocker.unblock(), asgi_server("client-limits", API_RATE="3/hour") as url:
-        with Mnemo(url, api_key=tenant.key.plaintext, retry=RetryPolicy(max_retries=0)) as mnemo:
+    with django_db_blocker.unblock(), serve_asgi("client-limits", API_RATE="3/hour") as server:
+        with Mnemo(server.url, api_key=tenant.key.plaintext, retry=RetryPolicy(max_retries=0)) as mnemo:
             for _ in range(3):
                 mnemo.me()
             with pytest.raises(RateLimited) as limited:
@@ -145,7 +145,7 @@ def test_the_real_servers_429_is_rate_limited_with_retry_after(django_db_blocker
         assert "3 requests per hour" in error.message
 
         # With retries on, an hour's wait is past the default budget: raised at once, not slept.
-        with Mnemo(url, api_key=tenant.key.plaintext) as mnemo:
+        with Mnemo(server.url, api_key=tenant.key.plaintext) as mnemo:
             started = time.monotonic()
             with pytest.raises(RateLimited) as again:
                 mnemo.remember(person="ada", key="k", description="d", content="c")
