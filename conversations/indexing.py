@@ -9,8 +9,9 @@ message's text never changes, so a vector is current as long as its model and wi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -47,7 +48,8 @@ def dispatch(message_ids: list[int]) -> None:
 
 
 def index_messages(message_ids: Iterable[int], embedder: Embedder | None = None) -> int:
-    """Embed the given messages that need it, in one batch; safe to run twice. Returns how many vectors were stored.
+    """Embed the given messages that need it, in one batch; safe to run twice. Returns how many
+    vectors were stored.
 
     A message deleted (or its text changed) while it was being embedded gets nothing (see
     store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
@@ -69,7 +71,7 @@ def index_messages(message_ids: Iterable[int], embedder: Embedder | None = None)
     )
 
 
-def store_if_current(message: Message, *, vector: Sequence[float], embedder: Embedder) -> bool:
+def store_if_current(message: Message, *, vector: np.ndarray, embedder: Embedder) -> bool:
     """Store a message's vector if the message still exists with the text that was embedded.
 
     As memory.indexing.store_if_current: the row is locked and re-read first, so a delete either

@@ -3,16 +3,18 @@
 Every writer of a note calls `schedule` (through the write path); the embedding runs after
 commit in a Celery task, and the reconciler (beat and `manage.py reindex`) repairs whatever a
 failed or skipped task left: notes with no vector, a stale vector (content changed) or a vector
-of another model.
+of another model. A task stores a vector only for the text it was computed from, under a lock
+on the note that deletes take too (store_if_current), so deletes and edits never race it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Exists, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
@@ -88,15 +90,14 @@ def index_notes(note_ids: Iterable[int], embedder: Embedder | None = None) -> in
     notes = list(stale_notes(embedder, Note.objects.filter(pk__in=list(note_ids))).order_by("pk"))
     if not notes:
         return 0
-    texts = [index_text(note) for note in notes]
-    vectors = embedder.embed(texts)
+    vectors = embedder.embed([index_text(note) for note in notes])
     return sum(
         store_if_current(note, embedded_hash=text_hash(note), vector=vector, embedder=embedder)
         for note, vector in zip(notes, vectors, strict=True)
     )
 
 
-def store_if_current(note: Note, *, embedded_hash: str, vector: Sequence[float], embedder: Embedder) -> bool:
+def store_if_current(note: Note, *, embedded_hash: str, vector: np.ndarray, embedder: Embedder) -> bool:
     """Store a note's vector if the note still exists and still hashes to `embedded_hash`.
 
     The note's row is locked before it is re-read, and held until the vector is committed. A
