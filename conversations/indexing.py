@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -47,42 +48,65 @@ def dispatch(message_ids: list[int]) -> None:
 
 
 def index_messages(message_ids: Iterable[int], embedder: Embedder | None = None) -> int:
-    """Embed the given messages that need it, in one batch; safe to run twice. Returns how many were embedded.
+    """Embed the given messages that need it, in one batch; safe to run twice. Returns how many
+    vectors were stored.
 
-    Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
+    A message deleted (or its text changed) while it was being embedded gets nothing (see
+    store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
     """
     embedder = embedder or get_embedder()
     if embedder is None:
         return 0
     messages = list(
-        stale_messages(embedder, Message.objects.filter(pk__in=list(message_ids))).only("pk", "team_id", "content")
+        stale_messages(embedder, Message.objects.filter(pk__in=list(message_ids)))
+        .only("pk", "team_id", "content")
+        .order_by("pk")
     )
     if not messages:
         return 0
     vectors = embedder.embed([message.content for message in messages])
-    rows = [
-        MessageVector(
-            team_id=message.team_id,
-            message_id=message.pk,
-            namespace=namespace_for(message.team_id),
+    return sum(
+        store_if_current(message, vector=vector, embedder=embedder)
+        for message, vector in zip(messages, vectors, strict=True)
+    )
+
+
+def store_if_current(message: Message, *, vector: np.ndarray, embedder: Embedder) -> bool:
+    """Store a message's vector if the message still exists with the text that was embedded.
+
+    As memory.indexing.store_if_current: the row is locked and re-read first, so a delete either
+    committed before (nothing is stored) or waits and removes the vector with the message; one
+    message per transaction, so the task never waits while holding another row. A message's text
+    does not change today; comparing it keeps an erased or rewritten message from getting the
+    vector of what it used to say.
+    """
+    with transaction.atomic():
+        current = (
+            Message.objects.select_for_update(no_key=True, of=("self",))
+            .filter(pk=message.pk)
+            .only("pk", "team_id", "content")
+            .order_by("pk")
+            .first()
+        )
+        if current is None or current.content != message.content:
+            return False
+        row = MessageVector(
+            team_id=current.team_id,
+            message_id=current.pk,
+            namespace=namespace_for(current.team_id),
             model=embedder.model,
             dim=embedder.dim,
             embedding=vector,
         )
-        for message, vector in zip(messages, vectors, strict=True)
-    ]
-    with transaction.atomic():
-        # A message deleted while we embedded must not get its vector back: keep only live ids.
-        live = set(Message.objects.filter(pk__in=[m.pk for m in messages]).values_list("pk", flat=True))
         MessageVector.objects.bulk_create(
-            [row for row in rows if row.message_id in live],
+            [row],
             update_conflicts=True,
             unique_fields=["team", "message", "model"],
             update_fields=["namespace", "dim", "embedding", "created_at"],
         )
         # Vectors of other models are invisible to queries; drop them once a current one exists.
-        MessageVector.objects.filter(message_id__in=live).exclude(model=embedder.model).delete()
-    return len(live)
+        MessageVector.objects.filter(message_id=current.pk).exclude(model=embedder.model).delete()
+    return True
 
 
 def reconcile(

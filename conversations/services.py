@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
@@ -75,6 +76,11 @@ def record_message(
     return message
 
 
+def _lock_rows(rows: QuerySet[Any]) -> None:
+    # FOR UPDATE of these rows only (not of what the default ordering would join in), in id order.
+    list(rows.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+
+
 @transaction.atomic
 def delete_message(*, message: Message) -> None:
     """Remove a message from the record (and so from every search); a summary built from it is marked stale."""
@@ -82,11 +88,19 @@ def delete_message(*, message: Message) -> None:
     if conversation.summary and message.order <= conversation.curated_through:
         conversation.summary_stale = True
         conversation.save(update_fields=["summary_stale"])
+    # Lock the row before Django collects what refers to it (vectors, turns): an index task storing
+    # a vector locks it too (indexing.store_if_current), so its vector is either collected here or
+    # never stored, and the delete cannot fail on a row that landed in between.
+    _lock_rows(Message.objects.filter(team_id=message.team_id, pk=message.pk))
     message.delete()
 
 
 @transaction.atomic
 def delete_conversation(*, conversation: Conversation) -> None:
+    # As in delete_message: the conversation and its messages are locked before Django collects
+    # their vectors and turns, so nothing can come to refer to them between collection and delete.
+    _lock_rows(Conversation.objects.filter(team_id=conversation.team_id, pk=conversation.pk))
+    _lock_rows(Message.objects.filter(team_id=conversation.team_id, conversation=conversation))
     conversation.delete()
 
 

@@ -3,7 +3,8 @@
 Every writer of a note calls `schedule` (through the write path); the embedding runs after
 commit in a Celery task, and the reconciler (beat and `manage.py reindex`) repairs whatever a
 failed or skipped task left: notes with no vector, a stale vector (content changed) or a vector
-of another model.
+of another model. A task stores a vector only for the text it was computed from, under a lock
+on the note that deletes take too (store_if_current), so deletes and edits never race it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 from django.db import transaction
 from django.db.models import Exists, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
@@ -76,41 +78,64 @@ def dispatch(note_ids: list[int]) -> None:
 
 
 def index_notes(note_ids: Iterable[int], embedder: Embedder | None = None) -> int:
-    """Embed the given notes that need it; safe to run twice. Returns how many were (re)embedded.
+    """Embed the given notes that need it; safe to run twice. Returns how many vectors were stored.
 
-    Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
+    A note deleted or rewritten while its text was being embedded gets nothing: the vector is
+    stored only if the note still holds exactly the text it was computed from (see
+    store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
     """
     embedder = embedder or get_embedder()
     if embedder is None:
         return 0
-    notes = list(stale_notes(embedder, Note.objects.filter(pk__in=list(note_ids))))
+    notes = list(stale_notes(embedder, Note.objects.filter(pk__in=list(note_ids))).order_by("pk"))
     if not notes:
         return 0
     vectors = embedder.embed([index_text(note) for note in notes])
-    rows = [
-        NoteVector(
-            team_id=note.team_id,
-            note_id=note.pk,
-            namespace=namespace_for(note.team_id),
+    return sum(
+        store_if_current(note, embedded_hash=text_hash(note), vector=vector, embedder=embedder)
+        for note, vector in zip(notes, vectors, strict=True)
+    )
+
+
+def store_if_current(note: Note, *, embedded_hash: str, vector: np.ndarray, embedder: Embedder) -> bool:
+    """Store a note's vector if the note still exists and still hashes to `embedded_hash`.
+
+    The note's row is locked before it is re-read, and held until the vector is committed. A
+    delete (the write path locks the row before Django collects the note's vectors) or an edit
+    then either committed first, and we find the row gone or its text changed and store nothing,
+    or waits for us, and the delete removes our vector with the note. An older task finishing
+    after a newer one finds the newer text and cannot overwrite its vector. One note per
+    transaction: the task never holds one note while waiting for another, so it cannot deadlock
+    with a writer that removes several notes in one transaction.
+    """
+    with transaction.atomic():
+        current = (
+            Note.objects.select_for_update(no_key=True, of=("self",))
+            .filter(pk=note.pk)
+            .only("pk", "team_id", "key", "description", "content")
+            .order_by("pk")
+            .first()
+        )
+        if current is None or text_hash(current) != embedded_hash:
+            return False
+        row = NoteVector(
+            team_id=current.team_id,
+            note_id=current.pk,
+            namespace=namespace_for(current.team_id),
             model=embedder.model,
             dim=embedder.dim,
-            text_hash=note.indexed_hash,  # type: ignore[attr-defined]
+            text_hash=embedded_hash,
             embedding=vector,
         )
-        for note, vector in zip(notes, vectors, strict=True)
-    ]
-    with transaction.atomic():
-        # A note deleted while we embedded must not get its vector back: keep only live ids.
-        live = set(Note.objects.filter(pk__in=[n.pk for n in notes]).values_list("pk", flat=True))
         NoteVector.objects.bulk_create(
-            [row for row in rows if row.note_id in live],
+            [row],
             update_conflicts=True,
             unique_fields=["team", "note", "model"],
             update_fields=["namespace", "dim", "text_hash", "embedding", "created_at"],
         )
         # Vectors of other models are invisible to queries; drop them once a current one exists.
-        NoteVector.objects.filter(note_id__in=live).exclude(model=embedder.model).delete()
-    return len(live)
+        NoteVector.objects.filter(note_id=current.pk).exclude(model=embedder.model).delete()
+    return True
 
 
 @dataclass

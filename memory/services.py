@@ -617,6 +617,11 @@ def _enqueue_consolidation(bank_pk: int) -> None:
 def _remove(note: Note, actor: Actor, action: str, reason: str) -> None:
     bank = note.bank
     _log(bank, actor, action, note=note, before=note.snapshot(), reason=reason)
+    # Lock the row before Django collects the note's vectors: an index task storing a vector
+    # locks it too (indexing.store_if_current), so it either committed first and its vector is
+    # collected here, or it waits and then finds the note gone. Without the lock its vector could
+    # land between the collection and the delete, and the delete would fail on the foreign key.
+    Note.objects.select_for_update(of=("self",)).filter(pk=note.pk).order_by("pk").values_list("pk").first()
     note.delete()
     if bank.full and _count(bank) < bank.soft_limit:
         _clear_latch(bank, actor, "a removal took the bank back under its soft limit")
@@ -825,7 +830,12 @@ def erase_person(*, team: Team, person: Person, actor: Actor) -> int:
 def expire_notes(*, now: datetime | None = None) -> int:
     """Remove notes whose writer-set expiry has passed (actor expiry). Safe to run twice."""
     now = now or timezone.now()
-    expired = list(Note.objects.filter(expires_at__lte=now).select_related("bank").select_for_update(skip_locked=True))
+    # Lock the notes and their banks (as every writer does), not the team the ordering joins in.
+    expired = list(
+        Note.objects.filter(expires_at__lte=now)
+        .select_related("bank")
+        .select_for_update(skip_locked=True, of=("self", "bank"))
+    )
     for note in expired:
         _remove(
             note,

@@ -13,7 +13,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Team
 from memory.embedders import EmbeddingUnavailable, get_embedder
-from memory.indexing import namespace_for
+from memory.indexing import namespace_for, text_hash
 from memory.models import Note, NoteVector
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,9 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
 def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
     """Cosine similarity of each note that has a vector matching the current embedder.
 
-    Only vectors of this team's namespace, this model and this width are compared; any other
-    vector is invisible, not a weak match.
+    Only vectors of this team's namespace, this model and this width, computed from the note's
+    present text, are compared; any other vector (one of the text before an edit included) is
+    invisible, not a weak match.
     """
     embedder = get_embedder()
     if embedder is None or not notes or not query.strip():
@@ -93,9 +94,12 @@ def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
             note_id__in=[note.pk for note in notes],
         )
         .annotate(distance=CosineDistance("embedding", vector.tolist()))
-        .values_list("note_id", "distance")
+        .values_list("note_id", "text_hash", "distance")
     )
-    return Similarities(scores={note_id: 1.0 - float(distance) for note_id, distance in rows})
+    current = {note.pk: text_hash(note) for note in notes}
+    return Similarities(
+        scores={note_id: 1.0 - float(distance) for note_id, hashed, distance in rows if current[note_id] == hashed}
+    )
 
 
 @dataclass

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from accounts.services import IssuedKey, issue_api_key
 from tests.factories import AgentFactory, TeamFactory
 
 ROOT = Path(__file__).resolve().parent.parent
+_worker_numbers = count(1)
 
 # How long a test waits for a real worker or server to get somewhere. It is a deadline, not a delay:
 # a passing test stops waiting as soon as what it needs is there, and a busy 2-core machine is slow.
@@ -80,10 +82,22 @@ def database_url_for_subprocesses() -> str:
     return f"postgresql://{user}:{password}@{host}:{port}/{settings['NAME']}"
 
 
-@pytest.fixture
-def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[str]]:
-    """A real `celery worker` process on this run's queue, connected to the *test* database."""
-    from config.celery import app
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[str]
+    log_path: Path
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@contextmanager
+def run_celery_worker(
+    *, app: str = "config", concurrency: int = 1, extra_env: dict[str, str] | None = None
+) -> Iterator[WorkerProcess]:
+    """Start a real `celery worker` on this run's queue, connected to the *test* database, and
+    wait until it answers a ping. Its output goes to a log file the test may read."""
+    from config.celery import app as celery_app
     from tests.conftest import TEST_QUEUE
 
     env = {
@@ -92,13 +106,16 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
         "CELERY_QUEUE": TEST_QUEUE,
         "EMBEDDER": "hashing",
         "DJANGO_SETTINGS_MODULE": "config.settings",
+        **(extra_env or {}),
     }
     from django.conf import settings
 
-    log = open(settings.DATA_DIR / f"test-worker-{os.getpid()}.log", "w+")  # noqa: SIM115 - closed in teardown
+    name = f"test-{os.getpid()}-{next(_worker_numbers)}"
+    log_path = settings.DATA_DIR / f"{name}.log"
+    log = open(log_path, "w+")  # noqa: SIM115 - closed in the finally below
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", TEST_QUEUE, "-c", "1", "-l", "INFO",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"],
+        [sys.executable, "-m", "celery", "-A", app, "worker", "-Q", TEST_QUEUE, "-c", str(concurrency), "-l", "INFO",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{name}@%h"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
@@ -107,7 +124,7 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
             if process.poll() is not None:
                 log.seek(0)
                 pytest.fail(f"The Celery worker exited during start-up:\n{log.read()[-4000:]}")
-            replies = app.control.ping(destination=[f"test-{os.getpid()}@{os.uname().nodename}"], timeout=0.5)
+            replies = celery_app.control.ping(destination=[f"{name}@{os.uname().nodename}"], timeout=0.5)
             if replies:
                 break
             if time.monotonic() > deadline:
@@ -115,7 +132,7 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
                 pytest.fail(
                     f"The Celery worker did not answer a ping within {WORKER_DEADLINE:.0f}s:\n{log.read()[-4000:]}"
                 )
-        yield process
+        yield WorkerProcess(process, log_path)
     finally:
         process.terminate()
         try:
@@ -124,6 +141,13 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
             process.kill()
             process.wait()
         log.close()
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[str]]:
+    """A real `celery worker` process (one at a time) on this run's queue, connected to the *test* database."""
+    with run_celery_worker() as worker:
+        yield worker.process
 
 
 def subprocess_env() -> dict[str, str]:
