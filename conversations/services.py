@@ -12,10 +12,9 @@ from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from config.exceptions import Conflict
 from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
-from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong
+from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import schedule as schedule_indexing
 from conversations.models import Conversation, Message, Turn
 from memory.queries import TurnContext
@@ -225,7 +224,7 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
     locked = Turn.objects.select_for_update().get(pk=turn.pk)
     if locked.reply_id is not None:
-        raise Conflict("This turn already has a reply; start a new turn for the next message.", field="turn")
+        raise TurnAlreadyAnswered("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation
     reply = record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=content)
     locked.reply = reply

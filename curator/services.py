@@ -19,6 +19,7 @@ from django.utils import timezone
 from config.exceptions import DomainError
 from conversations.models import Conversation, Message
 from conversations.services import update_summary
+from curator.exceptions import PlanRejected
 from curator.models import ProviderCall
 from curator.providers import (
     ChatLine,
@@ -154,10 +155,6 @@ def _apply(op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation
 
 
 # --- consolidation ----------------------------------------------------------------------------
-
-
-class PlanRejected(DomainError):
-    code = "plan_rejected"
 
 
 def _note_view(note: Note) -> dict[str, object]:

@@ -14,12 +14,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
-from config.text import INT64_MAX, Identifier, Line, Text
+from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
 from memory import queries, services
-from memory.exceptions import NoteNotFound
+from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
 
 
@@ -413,6 +414,36 @@ class Tool:
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
         return {"name": self.name, "description": self.description, "parameters": self.args.model_json_schema()}
+
+    def parse(self, data: Any) -> ToolArgs:
+        """The call's arguments, or InvalidArguments naming the first bad field. REST and MCP both parse here."""
+        if not isinstance(data, dict):
+            raise InvalidArguments("The body must be a JSON object of arguments.")
+        # REST bodies were checked by the parser already; MCP arguments arrive here unchecked.
+        if (problem := find_unstorable(data)) is not None:
+            raise _invalid_argument(problem.field, problem.message)
+        try:
+            return self.args.model_validate(data)
+        except PydanticValidationError as exc:
+            first = exc.errors()[0]
+            location = ".".join(str(part) for part in first["loc"]) or "body"
+            # Our own validators' messages (config.text) read better without "Value error, " before them.
+            message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+            raise _invalid_argument(location, message) from None
+
+    def refuse(self, ctx: ToolContext, arguments: Any, *, message: str, field: str | None = None) -> None:
+        """A writing tool's call refused before the write path (malformed arguments or body) is still a
+        refused write: log it in the revision log like the refusals the write path logs itself."""
+        if not self.writes:
+            return
+        services.record_refused_call(
+            team=ctx.team, actor=ctx.actor, operation=self.name, arguments=arguments, message=message, field=field
+        )
+
+
+def _invalid_argument(field: str, message: str) -> InvalidArguments:
+    # Worded as the API words every malformed field (config.errors): the message starts with the field.
+    return InvalidArguments(f"{field}: {message}" if field else message, field=field or None)
 
 
 REGISTRY: dict[str, Tool] = {}
