@@ -20,8 +20,10 @@ from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
 from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
 from memory import queries, services
+from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
+from memory.validation import validate_scope
 
 
 @dataclass(frozen=True)
@@ -333,9 +335,7 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
         .unmuted_for(ctx.agent, person=person)
         .select_related("bank")
         .filter(pk=note_id)
-        .filter(
-            bank__in=services.applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all())
-        )
+        .filter(bank__in=applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all()))
         .first()
     )
     if note is None:
@@ -345,7 +345,7 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
 
 def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
     person = _person(ctx, args)
-    note = reachable_note(ctx, person, services.validate_scope(args.scope), args.id)
+    note = reachable_note(ctx, person, validate_scope(args.scope), args.id)
     result = services.edit_note(note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content)
     return _write_out(result)
 
