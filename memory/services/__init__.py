@@ -20,7 +20,10 @@ from memory.services.capacity import (
     clear_latch,
     get_or_create_bank,
     latch_full,
+    record_consolidation,
+    record_consolidation_failure,
     request_consolidation,
+    request_consolidations_again,
     update_bank_settings,
 )
 from memory.services.mutes import mute_category, unmute_category
@@ -55,9 +58,12 @@ __all__ = [
     "latch_full",
     "merge_notes",
     "mute_category",
+    "record_consolidation",
+    "record_consolidation_failure",
     "record_refused_call",
     "remember",
     "request_consolidation",
+    "request_consolidations_again",
     "unmute_category",
     "update_bank_settings",
 ]

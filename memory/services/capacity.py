@@ -166,6 +166,23 @@ def _enqueue_consolidation(bank_pk: int) -> None:
     app.send_task(CONSOLIDATION_TASK, args=[bank_pk])
 
 
+def record_consolidation(*, bank: Bank, outcome: str) -> None:
+    """A consolidation run is over (its plan applied or rejected): the bank waits no more, and says how it went."""
+    Bank.objects.filter(pk=bank.pk).update(
+        consolidation_pending=False, last_consolidation_at=timezone.now(), last_consolidation_outcome=outcome[:500]
+    )
+
+
+def record_consolidation_failure(*, bank: Bank, error: str) -> None:
+    """The provider failed: the bank keeps waiting (the task retries), and says why."""
+    Bank.objects.filter(pk=bank.pk).update(last_consolidation_outcome=f"failed: {error}"[:500])
+
+
+def request_consolidations_again(*, bank_ids: list[int], requested_at: datetime) -> None:
+    """Consolidations that were requested but never ran are requested anew (the catch-up enqueues them)."""
+    Bank.objects.filter(pk__in=bank_ids).update(consolidation_requested_at=requested_at)
+
+
 def _remove(note: Note, actor: Actor, action: str, reason: str) -> None:
     bank = note.bank
     _log(bank, actor, action, note=note, before=note.snapshot(), reason=reason)
