@@ -5,6 +5,7 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
+        # Imported once the app registry is ready, as Django asks of ready(); apps.py loads before it.
         from memory.embedders import validate_configuration
 
         # A wrong or unavailable embedder is a start-up error, never a silent fallback.

@@ -81,8 +81,10 @@ from accounts.services import get_or_create_person
 from config.exceptions import DomainError, NotFound
 from config.text import find_unstorable
 from memory import services
+from memory.banks import bank_id_for, bank_kind_for
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute, Note, Revision
+from memory.validation import validate_scope
 
 FORMAT = "mnemo.memory-package"
 VERSION = 1
@@ -333,14 +335,14 @@ def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, 
         )
     if entry.scope is not None and not isinstance(entry.scope, str):
         raise InvalidNote("A bank's scope must be a string such as project:apollo.", field="scope")
-    scope = services.validate_scope(entry.scope)
-    kind = services.bank_kind_for(which, scope)
+    scope = validate_scope(entry.scope)
+    kind = bank_kind_for(which, scope)
     external_id = None
     if kind != Bank.Kind.SHARED:
         if not isinstance(entry.person, str) or not entry.person.strip():
             raise InvalidNote(f"A {which} bank needs the person's id.", field="person")
         external_id = entry.person.strip()
-    bank_id = services.bank_id_for(kind, Person(external_id=external_id) if external_id else None, scope)
+    bank_id = bank_id_for(kind, Person(external_id=external_id) if external_id else None, scope)
     if entry.bank_id is not None and entry.bank_id != bank_id:
         raise InvalidNote(
             f"Bank id {entry.bank_id!r} does not match its kind, person and scope, which give {bank_id!r}; "

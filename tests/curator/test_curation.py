@@ -190,7 +190,7 @@ def test_a_bounded_bank_of_eight_evicts_or_refuses_as_the_policy_says(tenant, pe
 
 @override_settings(MEMORY_SOFT_LIMIT=3, MEMORY_HARD_LIMIT=10, CONSOLIDATION_TARGET=0.7)
 def test_consolidation_applies_a_valid_plan_and_buys_headroom(tenant, person, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     actor = Actor("agent", "a")
     for key in ["tea", "tea-2", "coffee", "walks", "rain"]:
         remember(team=tenant.team, person=person, actor=actor, key=key, description=key, content=f"About {key}.")
@@ -212,7 +212,7 @@ def test_consolidation_applies_a_valid_plan_and_buys_headroom(tenant, person, mo
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=10)
 def test_a_plan_merging_across_scope_is_rejected_whole_and_the_bank_latches(tenant, person, mocker):
-    enqueue = mocker.patch("memory.services._enqueue_consolidation")
+    enqueue = mocker.patch("memory.services.capacity._enqueue_consolidation")
     actor = Actor("agent", "a")
     remember(
         team=tenant.team,
@@ -247,7 +247,7 @@ def test_a_plan_merging_across_scope_is_rejected_whole_and_the_bank_latches(tena
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=10)
 def test_a_consolidation_killed_mid_apply_leaves_the_bank_exactly_as_before(tenant, person, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     actor = Actor("agent", "a")
     for key in ["a", "b", "c", "d"]:
         remember(team=tenant.team, person=person, actor=actor, key=key, description=key, content=f"{key}.")
@@ -268,7 +268,7 @@ def test_a_consolidation_killed_mid_apply_leaves_the_bank_exactly_as_before(tena
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=10)
 def test_concurrent_triggers_coalesce_into_one_run(tenant, person, mocker, django_capture_on_commit_callbacks):
-    enqueue = mocker.patch("memory.services._enqueue_consolidation")
+    enqueue = mocker.patch("memory.services.capacity._enqueue_consolidation")
     actor = Actor("agent", "a")
     with django_capture_on_commit_callbacks(execute=True):
         for i in range(6):

@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import Person
+from config.errors import status_for
 from config.text import (
     InvalidText,
     TextKind,
@@ -143,7 +144,7 @@ def test_a_refused_write_holding_unstorable_text_is_logged_escaped(tenant, ada, 
     fields = {"key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
     with pytest.raises(InvalidNote) as refused:
         remember(team=tenant.team, person=ada, actor=actor, **{**fields, field: value})
-    assert (refused.value.field, refused.value.http_status) == (field, 400)
+    assert (refused.value.field, status_for(refused.value)) == (field, 400)
     assert not Note.objects.exists()
     revision = Revision.objects.get(action=Revision.Action.REFUSED)
     assert revision.after[field] == escaped

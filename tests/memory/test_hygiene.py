@@ -32,7 +32,7 @@ def fill(tenant, person, actor, count, start=0):
 def test_crossing_the_soft_limit_schedules_one_consolidation(
     tenant, person, actor, mocker, django_capture_on_commit_callbacks
 ):
-    enqueue = mocker.patch("memory.services._enqueue_consolidation")
+    enqueue = mocker.patch("memory.services.capacity._enqueue_consolidation")
     with django_capture_on_commit_callbacks(execute=True):
         fill(tenant, person, actor, 3)
     enqueue.assert_not_called()
@@ -69,7 +69,7 @@ def test_the_full_latch_refuses_new_notes_allows_updates_and_clears_on_removal(t
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=3)
 def test_the_hard_limit_refuses_regardless(tenant, person, actor, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     fill(tenant, person, actor, 3)
     with pytest.raises(BankFull, match="hard limit"):
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key="one-more"))
@@ -79,7 +79,7 @@ def test_the_hard_limit_refuses_regardless(tenant, person, actor, mocker):
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=10)
 def test_consolidation_merges_duplicates_and_latches_when_still_over(tenant, person, actor, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     for key in ["tea", "likes-tea", "tea-lover"]:
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key=key, content="Ada likes tea."))
     fill(tenant, person, actor, 2)
