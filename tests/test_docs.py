@@ -17,9 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", ROOT / "clients" / "python" / "README.md", *sorted(DOCS.glob("*.md"))]
 
-# Written on another branch of the same issue; checked like any page once it is here.
-PENDING = {DOCS / "architecture.md"}
-
 # Files that exist on the machine of whoever wrote this repository, never in a clone of it.
 OUTSIDE = re.compile(r"\.\./shared|design\.md", re.IGNORECASE)
 NOT_IN_A_CLONE = {".venv", "var", "node_modules"}
@@ -84,7 +81,7 @@ def _local_problem(page: Path, href: str, root: Path) -> str | None:
     if NOT_IN_A_CLONE & set(target.relative_to(root).parts):
         return f"{href}: not part of the repository"
     if not target.exists():
-        return None if target in PENDING else f"{href}: {target.relative_to(root)} does not exist"
+        return f"{href}: {target.relative_to(root)} does not exist"
     if parts.fragment:
         if target.suffix != ".md":
             return f"{href}: an anchor into a file that is not Markdown"

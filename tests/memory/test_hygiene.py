@@ -12,13 +12,12 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from accounts.models import Person
 from curator.services import consolidate_bank
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.services import delete_note, expire_notes, latch_full, remember
+from tests.factories import note_fields
 from tests.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
-from tests.memory.conftest import note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -110,8 +109,7 @@ def test_expiry_removes_notes_with_actor_expiry(tenant, person, actor):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant, tmp_path):
-    person = Person.objects.create(team=tenant.team, external_id="ada")
+def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant, person, tmp_path):
     env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses()}
     workers = [
         subprocess.Popen(

@@ -22,8 +22,8 @@ from memory import services
 from memory.indexing import stale_notes
 from memory.models import Bank, Note
 from memory.packages import import_package
+from tests.factories import note_fields
 from tests.fixtures import ROOT
-from tests.memory.conftest import note_fields
 
 WRITE_METHODS = {
     "create",
