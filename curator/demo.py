@@ -19,7 +19,7 @@ from accounts.services import get_or_create_person
 from conversations.composer import Composition, compose
 from conversations.models import Conversation, Message
 from conversations.services import conversation_for, end_conversation, record_message
-from curator.providers import ProviderError, get_provider
+from curator.providers import OpenAIProvider, ProviderError, get_provider
 from curator.services import curate_conversation
 from memory.models import Bank, Note, Revision
 from memory.services import Actor, bank_id_for, get_or_create_bank, update_bank_settings
@@ -106,38 +106,34 @@ def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conv
 def say(visitor: str, text: str) -> DemoState:
     """Record what was said, let the curator keep what matters, then reply from memory alone."""
     current = state(visitor)
-    last_revision = (
-        Revision.objects.filter(team=current.agent.team).order_by("-id").values_list("id", flat=True).first() or 0
-    )
+    agent, person, conversation = current.agent, current.person, current.conversation
+    assert agent is not None and person is not None and conversation is not None  # state() makes them
+    last_revision = Revision.objects.filter(team=agent.team).order_by("-id").values_list("id", flat=True).first() or 0
     with transaction.atomic():
-        message = record_message(conversation=current.conversation, role=Message.Role.USER, content=text)
+        message = record_message(conversation=conversation, role=Message.Role.USER, content=text)
     error = ""
     try:
-        curate_conversation(conversation_id=current.conversation.pk)
+        curate_conversation(conversation_id=conversation.pk)
     except ProviderError as exc:
         error = f"The memory step failed this time: {exc}"
     composition = compose(
-        team=current.agent.team,
-        agent=current.agent,
-        person=current.person,
-        conversation=current.conversation,
-        message=message,
-        profile="memory_only",
+        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only"
     )
     if current.llm_configured and not error:
         provider = get_provider()
+        assert isinstance(provider, OpenAIProvider)  # llm_configured: LLM_PROVIDER is "openai"
         system = "\n\n".join(block.text for block in composition.blocks if block.layer != "last_exchange")
         try:
-            reply = provider.reply(system, composition.messages)  # type: ignore[attr-defined]
+            reply = provider.reply(system, composition.messages)
         except ProviderError as exc:
             error = f"The reply failed this time: {exc}"
         else:
             with transaction.atomic():
-                record_message(conversation=current.conversation, role=Message.Role.ASSISTANT, content=reply or "…")
-    after = state(visitor, current.conversation)
+                record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=reply or "…")
+    after = state(visitor, conversation)
     after.events = list(
         Revision.objects.filter(
-            team=current.agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
+            team=agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
         ).order_by("id")
     )
     after.composition = composition

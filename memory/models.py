@@ -126,9 +126,9 @@ class NoteQuerySet(models.QuerySet["Note"]):
         """
         mutes = CategoryMute.objects.filter(team=OuterRef("team"), agent=agent, category=OuterRef("category"))
         hidden = Exists(mutes.filter(person=OuterRef("bank__person")))
-        if person is not None:
-            hidden |= Exists(mutes.filter(person=person))
-        return self.exclude(hidden)
+        if person is None:
+            return self.exclude(hidden)
+        return self.exclude(hidden | Exists(mutes.filter(person=person)))
 
 
 class Note(models.Model):
