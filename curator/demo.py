@@ -60,12 +60,18 @@ def _bank(person: Person) -> Bank:
     return bank
 
 
-def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
-    """The visitor's demo, creating what it needs (person, bounded bank, conversation): for writes only."""
+def _parties(visitor: str, conversation: Conversation | None = None) -> tuple[Agent, Person, Bank, Conversation]:
+    """What the visitor's demo needs, created if missing (person, bounded bank, conversation): for writes only."""
     agent = _demo_agent()
     person = get_or_create_person(team=agent.team, external_id=_external_id(visitor))
     bank = _bank(person)
     conversation = conversation or conversation_for(team=agent.team, agent=agent, person=person, conversation_id=None)
+    return agent, person, bank, conversation
+
+
+def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
+    """The visitor's demo, creating what it needs: for writes only."""
+    agent, person, bank, conversation = _parties(visitor, conversation)
     return _read(agent=agent, person=person, bank=bank, conversation=conversation)
 
 
@@ -105,9 +111,7 @@ def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conv
 
 def say(visitor: str, text: str) -> DemoState:
     """Record what was said, let the curator keep what matters, then reply from memory alone."""
-    current = state(visitor)
-    agent, person, conversation = current.agent, current.person, current.conversation
-    assert agent is not None and person is not None and conversation is not None  # state() makes them
+    agent, person, _, conversation = _parties(visitor)
     last_revision = Revision.objects.filter(team=agent.team).order_by("-id").values_list("id", flat=True).first() or 0
     with transaction.atomic():
         message = record_message(conversation=conversation, role=Message.Role.USER, content=text)
@@ -119,9 +123,9 @@ def say(visitor: str, text: str) -> DemoState:
     composition = compose(
         team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only"
     )
-    if current.llm_configured and not error:
+    if settings.LLM_PROVIDER != "rules" and not error:  # an LLM is configured
         provider = get_provider()
-        assert isinstance(provider, OpenAIProvider)  # llm_configured: LLM_PROVIDER is "openai"
+        assert isinstance(provider, OpenAIProvider)  # LLM_PROVIDER is "openai": only it writes replies
         system = "\n\n".join(block.text for block in composition.blocks if block.layer != "last_exchange")
         try:
             reply = provider.reply(system, composition.messages)

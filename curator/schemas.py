@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from config.text import find_unstorable
 
-
 NoteKind = Literal["identity", "preference", "fact", "ephemeral"]
 
 

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner
+from agents import Agent, FunctionTool, OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner, Tool
 from agents.exceptions import AgentsException
 from mnemo_client import AsyncMnemo, Conflict, Invalid, MnemoError, NotFound, TooLarge, Unprocessable
 from mnemo_client.types import TurnComposition
@@ -49,8 +49,8 @@ def without_person(parameters: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-async def mnemo_tools(mnemo: AsyncMnemo, *, person: str, scope: str = "") -> list[FunctionTool]:
-    tools = []
+async def mnemo_tools(mnemo: AsyncMnemo, *, person: str, scope: str = "") -> list[Tool]:
+    tools: list[Tool] = []
     for declared in await mnemo.tools("openai"):
         function = declared["function"]
 
@@ -86,7 +86,7 @@ async def answer(
     mnemo: AsyncMnemo,
     *,
     model: OpenAIChatCompletionsModel,
-    tools: list[FunctionTool],
+    tools: list[Tool],
     person: str,
     message: str,
     conversation: int | None = None,

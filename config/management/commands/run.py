@@ -79,7 +79,9 @@ class Command(BaseCommand):
             self._stop(children)
             self._stop_embedded()
 
-    def _wait_until_healthy(self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: Callable[[], bool]) -> None:
+    def _wait_until_healthy(
+        self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: Callable[[], bool]
+    ) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         last = ""
         while time.monotonic() < deadline and not stopping():
