@@ -20,7 +20,11 @@ from mnemo_client import AsyncMnemo, Mnemo, RateLimited, RetryPolicy, Unavailabl
 from tests.client.conftest import run_async
 from tests.fixtures import serve_asgi
 
-OK = (200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False})
+OK: tuple[int, dict[str, str], dict] = (
+    200,
+    {},
+    {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False},
+)
 
 
 def throttled(retry_after: str | None) -> tuple[int, dict[str, str], dict]:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @dataclass
@@ -19,7 +20,7 @@ class Script:
     tool_calls, answered with finish_reason "tool_calls").
     """
 
-    replies: list[tuple[object, object]] = field(default_factory=list)
+    replies: list[tuple[int | str, Any]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
 
 
@@ -34,12 +35,12 @@ def chat_server(script: Script) -> Iterator[str]:
             script.requests.append(body)
             status, content = script.replies.pop(0) if script.replies else (500, "no scripted reply left")
             if status == "sleep":
-                time.sleep(float(content))  # type: ignore[arg-type]
+                time.sleep(float(content))
                 status, content = 200, "{}"
             if status != 200:
-                payload = {"error": {"message": str(content), "type": "server_error"}}
+                payload: dict[str, Any] = {"error": {"message": str(content), "type": "server_error"}}
                 raw = json.dumps(payload).encode()
-                self.send_response(int(status))  # type: ignore[arg-type]
+                self.send_response(int(status))
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 if status == 429:
@@ -47,7 +48,7 @@ def chat_server(script: Script) -> Iterator[str]:
                 self.end_headers()
                 self.wfile.write(raw)
                 return
-            message = {"role": "assistant", "content": content}
+            message: dict[str, Any] = {"role": "assistant", "content": content}
             if isinstance(content, dict):
                 message = {"role": "assistant", "content": None, **content}
             finish_reason = "tool_calls" if message.get("tool_calls") else "stop"

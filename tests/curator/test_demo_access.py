@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.db.models import Model
 from django.test import Client
 
 from accounts.demo import ensure_demo
@@ -15,11 +16,23 @@ from memory.models import Bank, Note, Revision
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
-TABLES = [Team, Agent, ApiKey, Person, Bank, Note, Revision, Conversation, Message, Session, get_user_model()]
+TABLES: list[type[Model]] = [
+    Team,
+    Agent,
+    ApiKey,
+    Person,
+    Bank,
+    Note,
+    Revision,
+    Conversation,
+    Message,
+    Session,
+    get_user_model(),
+]
 
 
 def row_counts() -> dict[str, int]:
-    return {model.__name__: model.objects.count() for model in TABLES}
+    return {model.__name__: model._default_manager.count() for model in TABLES}
 
 
 @pytest.fixture
