@@ -29,6 +29,7 @@ from agents.exceptions import AgentsException
 from mnemo_client import AsyncMnemo, Conflict, Invalid, MnemoError, NotFound, TooLarge, Unprocessable
 from mnemo_client.types import TurnComposition
 from openai import AsyncOpenAI, OpenAIError
+from openai.types.responses import EasyInputMessageParam
 
 PERSONA = (
     "You are a friendly assistant with a long-term memory about the person you talk to. Remember "
@@ -100,7 +101,7 @@ async def answer(
     agent = Agent(name="assistant", instructions=instructions, tools=tools, model=model)
     result = await Runner.run(
         agent,
-        input=[{"role": m["role"], "content": m["content"]} for m in composition["messages"]],  # type: ignore[misc]
+        input=[EasyInputMessageParam(role=m["role"], content=m["content"]) for m in composition["messages"]],
         max_turns=MAX_TURNS,
         # Traces would go to OpenAI's platform; turn them on there if you use it.
         run_config=RunConfig(tracing_disabled=True),
