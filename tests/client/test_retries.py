@@ -21,10 +21,8 @@ from tests.client.conftest import run_async
 from tests.fixtures import serve_asgi
 
 OK: tuple[int, dict[str, str], dict] = (
-    200,
-    {},
-    {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False},
-)
+    200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False},
+)  # fmt: skip
 
 
 def throttled(retry_after: str | None) -> tuple[int, dict[str, str], dict]:

@@ -17,18 +17,8 @@ pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 TABLES: list[type[Model]] = [
-    Team,
-    Agent,
-    ApiKey,
-    Person,
-    Bank,
-    Note,
-    Revision,
-    Conversation,
-    Message,
-    Session,
-    get_user_model(),
-]
+    Team, Agent, ApiKey, Person, Bank, Note, Revision, Conversation, Message, Session, get_user_model(),
+]  # fmt: skip
 
 
 def row_counts() -> dict[str, int]:
