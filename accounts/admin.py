@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -9,21 +11,21 @@ from accounts.models import Agent, ApiKey, Membership, Person, Team
 from accounts.services import issue_api_key, revoke_api_key
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(admin.TabularInline[Membership, Team]):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(admin.ModelAdmin[Team]):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_display = ["user", "team", "role", "created_at"]
     list_filter = ["role", "team"]
     search_fields = ["user__username", "team__slug"]
@@ -31,7 +33,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(admin.ModelAdmin[Agent]):
     list_display = ["slug", "name", "team", "created_at"]
     list_filter = ["team"]
     search_fields = ["slug", "name", "team__slug"]
@@ -39,7 +41,7 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Person)
-class PersonAdmin(admin.ModelAdmin):
+class PersonAdmin(admin.ModelAdmin[Person]):
     list_display = ["external_id", "display_name", "team", "user", "created_at"]
     list_filter = ["team"]
     search_fields = ["external_id", "display_name", "user__username"]
@@ -47,34 +49,38 @@ class PersonAdmin(admin.ModelAdmin):
     list_select_related = ["team", "user"]
 
 
-class ApiKeyAddForm(forms.ModelForm):
+class ApiKeyAddForm(forms.ModelForm[ApiKey]):
     class Meta:
         model = ApiKey
         fields = ["agent", "name", "can_admin"]
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
     list_display = ["prefix", "name", "agent", "team", "can_admin", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["team", "can_admin", ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name", "agent__slug", "team__slug"]
     list_select_related = ["agent", "team"]
     readonly_fields = ["team", "agent", "prefix", "created_at", "last_used_at", "revoked_at"]
-    fields = ["team", "agent", "name", "prefix", "can_admin", "created_at", "last_used_at", "revoked_at"]
+    change_fields = ("team", "agent", "name", "prefix", "can_admin", "created_at", "last_used_at", "revoked_at")
+    add_fields = ("agent", "name", "can_admin")
+    fields = change_fields
     actions = ["revoke_selected"]
 
-    def get_form(self, request: HttpRequest, obj: ApiKey | None = None, **kwargs: object) -> type[forms.ModelForm]:
+    def get_form(
+        self, request: HttpRequest, obj: ApiKey | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[ApiKey]]:
         if obj is None:
             kwargs["form"] = ApiKeyAddForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
-        return ["agent", "name", "can_admin"] if obj is None else self.fields
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
+        return self.add_fields if obj is None else self.change_fields
 
-    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str] | tuple[str, ...]:
         return [] if obj is None else self.readonly_fields
 
-    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm[ApiKey], change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return

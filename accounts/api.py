@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -7,13 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import request_api_key
 from accounts.models import Person
 from accounts.services import register_person
 from config.fields import IdentifierField, LineField
 from config.schema import error_responses
 
 
-class WhoAmIOutput(serializers.Serializer):
+class WhoAmIOutput(serializers.Serializer[dict[str, Any]]):
     team = serializers.CharField()
     agent = serializers.CharField()
     agent_name = serializers.CharField()
@@ -26,7 +29,7 @@ class WhoAmIApi(APIView):
 
     @extend_schema(responses=WhoAmIOutput, operation_id="whoami")
     def get(self, request: Request) -> Response:
-        key = request.auth
+        key = request_api_key(request)
         data = {
             "team": key.team.slug,
             "agent": key.agent.slug,
@@ -37,7 +40,7 @@ class WhoAmIApi(APIView):
         return Response(WhoAmIOutput(data).data)
 
 
-class PersonOutput(serializers.Serializer):
+class PersonOutput(serializers.Serializer[Person]):
     person = serializers.CharField(source="external_id")
     display_name = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -46,7 +49,7 @@ class PersonOutput(serializers.Serializer):
 class PersonRegisterApi(APIView):
     """Make a person known ahead of their first conversation (tools also create people on first sight)."""
 
-    class PersonRegisterInput(serializers.Serializer):
+    class PersonRegisterInput(serializers.Serializer[None]):
         person = IdentifierField(max_length=200, help_text="The agent platform's id for the person.")
         display_name = LineField(max_length=200, required=False, allow_blank=True)
 
@@ -59,7 +62,7 @@ class PersonRegisterApi(APIView):
         data = self.PersonRegisterInput(data=request.data)
         data.is_valid(raise_exception=True)
         person, created = register_person(
-            team=request.auth.team,
+            team=request_api_key(request).team,
             external_id=data.validated_data["person"],
             display_name=data.validated_data.get("display_name"),
         )
@@ -69,5 +72,5 @@ class PersonRegisterApi(APIView):
 class PersonDetailApi(APIView):
     @extend_schema(responses=PersonOutput, operation_id="people_retrieve")
     def get(self, request: Request, external_id: str) -> Response:
-        person = get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
+        person = get_object_or_404(Person.objects.for_team(request_api_key(request).team), external_id=external_id)
         return Response(PersonOutput(person).data)

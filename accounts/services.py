@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -58,7 +58,7 @@ def create_team(*, slug: str, name: str = "") -> Team:
 
 
 @transaction.atomic
-def add_member(*, team: Team, user: AbstractBaseUser, role: str = Membership.Role.MEMBER) -> Membership:
+def add_member(*, team: Team, user: User, role: str = Membership.Role.MEMBER) -> Membership:
     membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership
 
@@ -147,16 +147,14 @@ def register_person(*, team: Team, external_id: str, display_name: str | None = 
 
 
 @transaction.atomic
-def link_person_to_user(*, person: Person, user: AbstractBaseUser) -> Person:
+def link_person_to_user(*, person: Person, user: User) -> Person:
     Person.objects.filter(pk=person.pk).update(user=user)
     person.refresh_from_db(fields=["user"])
     return person
 
 
 @transaction.atomic
-def ensure_owner_login(
-    *, team: Team, username: str, password: str, role: str = Membership.Role.ADMIN
-) -> AbstractBaseUser:
+def ensure_owner_login(*, team: Team, username: str, password: str, role: str = Membership.Role.ADMIN) -> User:
     user_model = get_user_model()
     user, created = user_model.objects.get_or_create(username=username)
     if created or not user.check_password(password):

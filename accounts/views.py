@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpResponse
 
 from accounts.forms import LockoutAuthenticationForm
@@ -12,9 +13,10 @@ class LoginView(auth_views.LoginView):
     authentication_form = LockoutAuthenticationForm
     redirect_authenticated_user = True
 
-    def form_invalid(self, form: LockoutAuthenticationForm) -> HttpResponse:  # type: ignore[override]
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)
-        if form.lockout is not None:
+        lockout = form.lockout if isinstance(form, LockoutAuthenticationForm) else None
+        if lockout is not None:
             response.status_code = 429
-            response["Retry-After"] = str(form.lockout.seconds)
+            response["Retry-After"] = str(lockout.seconds)
         return response

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.harness import Result, measure, print_table
+from bench.harness import Result, advance, measure, print_table
 
 NOTES = 1_000
 MESSAGES = 100_000
@@ -127,7 +127,7 @@ def run(scratch_team_slug: str) -> None:
             key=f"note-{i}", description=sentence(rng, 6)[:200], content=sentence(rng, 40),
         )  # fmt: skip
     with tqdm(total=NOTES, desc="embedding notes", unit="note") as bar:
-        reconcile(progress=bar.update)
+        reconcile(progress=advance(bar))
 
     now = timezone.now()
     own = start_conversation(team=team, agent=agent, person=person, started_at=now - timedelta(days=200))
@@ -187,7 +187,7 @@ def run(scratch_team_slug: str) -> None:
         f"\n{NOTES:,} notes in the person's banks, {Message.objects.filter(team=team).count():,} messages in the database"
     )
     print_table("Turn composition", [(baseline, None), (whole, baseline)])
-    rows = [
+    rows: list[tuple[Result, Result | None]] = [
         (Result(f"layer: {layer}", [ms / 1000 for ms in samples]), None)
         for layer, samples in timings.items()
         if samples

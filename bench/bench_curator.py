@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import Count, Sum
 from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from accounts.models import Team  # imported where used: Django is set up by then
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CONVERSATIONS = 5
@@ -90,7 +94,7 @@ def run(scratch_team_slug: str) -> None:
     )
 
 
-def _conversations(team: object, strategy: str) -> list[int]:
+def _conversations(team: Team, strategy: str) -> list[int]:
     from conversations.models import Conversation
 
     return list(

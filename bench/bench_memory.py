@@ -9,6 +9,7 @@ the 10-note bank.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,15 +133,16 @@ def run(scratch_team_slug: str) -> None:
     actor = Actor.for_agent(agent)
     fixtures = {size: prefill(team, agent, size) for size in SIZES}
 
-    def recall(fixture: Fixture) -> None:
-        hits = recall_memories(team=team, person=fixture.person, agent=agent, query=QUERY)
-        assert hits, "the bench query should match something"
+    def recall(fixture: Fixture) -> Callable[[int], None]:
+        def run(i: int) -> None:
+            hits = recall_memories(team=team, person=fixture.person, agent=agent, query=QUERY)
+            assert hits, "the bench query should match something"
+
+        return run
 
     # Recall first, over the banks exactly as filled (the writes below rewrite some notes).
     recalls = {
-        size: measure(
-            f"recall_memories, {size:,}-note bank", lambda i, f=fixture: recall(f), repeat=RECALL_REPEAT[size]
-        )
+        size: measure(f"recall_memories, {size:,}-note bank", recall(fixture), repeat=RECALL_REPEAT[size])
         for size, fixture in fixtures.items()
     }
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -262,7 +263,7 @@ def words_only_search(item: Loaded):
     return search
 
 
-def print_quality(title: str, rows: list[Retrieved], retrievers: list[str], categories: list[int | None]) -> None:
+def print_quality(title: str, rows: list[Retrieved], retrievers: list[str], categories: Sequence[int | None]) -> None:
     print(f"\n### {title}\n")
     columns = ["n"] + [f"hit@{k}" for k in KS] + [f"recall@{k}" for k in KS]
     print("| retriever | category | " + " | ".join(columns) + " |")

@@ -12,4 +12,6 @@ from config.mcp import McpMount  # noqa: E402 - imports models, so only once the
 
 # /mcp is the MCP server (streamable HTTP); everything else is Django. Bodies over
 # API_MAX_BODY_BYTES are refused as they arrive, before either reads them (chunked ones too).
-application = AsgiBodyLimit(McpMount(django_application), limit=settings.API_MAX_BODY_BYTES)
+# The ignore: django-stubs types ASGIHandler's scope as a dict, config.mcp's ASGI alias as a MutableMapping
+# (as Starlette does); at runtime both are the server's dict.
+application = AsgiBodyLimit(McpMount(django_application), limit=settings.API_MAX_BODY_BYTES)  # type: ignore[arg-type]

@@ -19,6 +19,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+
+from dj_database_url import DBConfig
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ started_here: set[str] = set()
 _MAX_SOCKET_PATH = 100
 
 
-def _quiet_pgserver_import():
+def _quiet_pgserver_import() -> ModuleType:
     # pgserver asks platformdirs for a runtime dir at import time and warns when
     # XDG_RUNTIME_DIR is unset, which it always is under make, CI and Celery.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
@@ -50,7 +53,7 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def postgres_settings(data_dir: Path) -> dict[str, object]:
+def postgres_settings(data_dir: Path) -> DBConfig:
     """Start (or reuse) the embedded Postgres in data_dir/pgdata; return a Django DATABASES entry."""
     pgserver = _quiet_pgserver_import()
     pgdata = (data_dir / "pgdata").resolve()

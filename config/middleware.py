@@ -47,13 +47,19 @@ def _refuse(request: HttpRequest, code: str, message: str, status: int, field: s
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
+class TracedRequest(HttpRequest):
+    """A request that went through RequestIdMiddleware (all of them, outside tests that build their own)."""
+
+    request_id: str
+
+
 class RequestIdMiddleware:
     """Give every request an id (the caller's X-Request-ID when sane), echoed back and kept in revisions."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: TracedRequest) -> HttpResponse:
         given = request.headers.get("X-Request-ID", "")
         request.request_id = given if _SAFE_ID.fullmatch(given) else uuid.uuid4().hex
         response = self.get_response(request)
@@ -145,5 +151,6 @@ def form_encoding_problem(request: HttpRequest) -> tuple[str, str, str] | None:
 
 def checks_form_encoding[V: Callable[..., Any]](view: V) -> V:
     """Mark a view that calls form_encoding_problem itself (to log the refusal as a refused write)."""
-    view.checks_form_encoding = True  # type: ignore[attr-defined]
+    # In the function's __dict__, which functools.wraps copies onto the decorators outside this one.
+    view.__dict__["checks_form_encoding"] = True
     return view

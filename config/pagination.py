@@ -27,6 +27,8 @@ def _whole_number(raw: str) -> int | None:
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
+    default_limit: int  # PAGE_SIZE, which config.settings always sets
+
     def get_limit(self, request: Request) -> int:
         maximum = settings.API_MAX_PAGE_SIZE
         raw = request.query_params.get(self.limit_query_param)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import exceptions, parsers
@@ -16,7 +17,7 @@ class JSONParser(parsers.JSONParser):
     of range and documents nested too deeply are refused here with 400 `invalid` naming the field.
     """
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:  # the C decoder gives up past about a thousand levels

@@ -90,10 +90,12 @@ def client_address(request: HttpRequest) -> str:
     """The client's address: REMOTE_ADDR, or the X-Forwarded-For entry the NUM_PROXIES trusted proxies added."""
     proxies = settings.NUM_PROXIES
     if proxies:
-        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+        header: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        forwarded = [part.strip() for part in header.split(",") if part.strip()]
         if forwarded:
             return forwarded[-min(proxies, len(forwarded))]
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    address: str = request.META.get("REMOTE_ADDR") or "unknown"
+    return address
 
 
 # --- API keys: REST and /mcp share one budget per key ------------------------------------------

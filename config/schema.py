@@ -49,13 +49,13 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
 }
 
 
-class ApiErrorDetail(serializers.Serializer):
+class ApiErrorDetail(serializers.Serializer[dict[str, str]]):
     code = serializers.CharField(help_text="A stable, machine-readable error code.")
     message = serializers.CharField(help_text="What went wrong and what to do about it.")
     field = serializers.CharField(required=False, help_text="The input field at fault, when there is one.")
 
 
-class ApiError(serializers.Serializer):
+class ApiError(serializers.Serializer[dict[str, dict[str, str]]]):
     error = ApiErrorDetail()
 
 

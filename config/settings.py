@@ -7,6 +7,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 
 from config import embedded
 from config.env import (
@@ -21,6 +22,9 @@ from config.env import (
     env_url,
 )
 from config.redis import redis_py_url
+
+# Lets classes subscript Django generics at runtime (admin.ModelAdmin[Note]) as django-stubs types them.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("MNEMO_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -13,7 +13,7 @@ from config.errors import json_error_response
 from config.health import healthz
 from curator import views as demo_views
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("me", WhoAmIApi.as_view(), name="whoami"),
     path("people", PersonRegisterApi.as_view(), name="people-register"),
     path("people/<path:external_id>", PersonDetailApi.as_view(), name="people-detail"),

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import request_api_key
 from accounts.models import Person
 from accounts.services import get_or_create_person
 from config.fields import IdentifierField, IntegerField, TextField
@@ -23,7 +24,7 @@ from conversations.models import Conversation, Message, Turn
 from memory.queries import TurnContext
 
 
-class ConversationOutput(serializers.ModelSerializer):
+class ConversationOutput(serializers.ModelSerializer[Conversation]):
     person = serializers.CharField(source="person.external_id")
     agent = serializers.CharField(source="agent.slug")
 
@@ -35,7 +36,7 @@ class ConversationOutput(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class MessageOutput(serializers.ModelSerializer):
+class MessageOutput(serializers.ModelSerializer[Message]):
     class Meta:
         model = Message
         fields = ["id", "conversation", "role", "content", "order", "created_at", "external_id"]
@@ -47,21 +48,22 @@ class MessageText(TextField):
 
 
 def _conversations(request: Request) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(team=request.auth.team, agent=request.auth.agent).select_related(
-        "person", "agent"
-    )
+    key = request_api_key(request)
+    return Conversation.objects.filter(team=key.team, agent=key.agent).select_related("person", "agent")
 
 
-class ConversationListCreateApi(ListAPIView):
+class ConversationListCreateApi(ListAPIView[Conversation]):
     serializer_class = ConversationOutput
 
-    class ConversationCreateInput(serializers.Serializer):
+    class ConversationCreateInput(serializers.Serializer[None]):
         person = IdentifierField(max_length=200)
 
     def get_queryset(self) -> QuerySet[Conversation]:
         conversations = _conversations(self.request).order_by("-started_at", "-pk")
         if external_id := self.request.query_params.get("person"):
-            person = get_object_or_404(Person.objects.for_team(self.request.auth.team), external_id=external_id)
+            person = get_object_or_404(
+                Person.objects.for_team(request_api_key(self.request).team), external_id=external_id
+            )
             conversations = conversations.filter(person=person)
         return conversations
 
@@ -81,8 +83,9 @@ class ConversationListCreateApi(ListAPIView):
     def post(self, request: Request) -> Response:
         data = self.ConversationCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        person = get_or_create_person(team=request.auth.team, external_id=data.validated_data["person"])
-        conversation = services.start_conversation(team=request.auth.team, agent=request.auth.agent, person=person)
+        key = request_api_key(request)
+        person = get_or_create_person(team=key.team, external_id=data.validated_data["person"])
+        conversation = services.start_conversation(team=key.team, agent=key.agent, person=person)
         return Response(ConversationOutput(conversation).data, status=status.HTTP_201_CREATED)
 
 
@@ -108,17 +111,19 @@ class ConversationEndApi(APIView):
         return Response(ConversationOutput(conversation).data)
 
 
-class MessageListCreateApi(ListAPIView):
+class MessageListCreateApi(ListAPIView[Message]):
     serializer_class = MessageOutput
 
-    class MessageCreateInput(serializers.Serializer):
+    class MessageCreateInput(serializers.Serializer[None]):
         role = serializers.ChoiceField(choices=Message.Role.choices)
         content = MessageText()
         external_id = IdentifierField(max_length=100, required=False, allow_blank=True)
 
     def get_queryset(self) -> QuerySet[Message]:
         conversation = get_object_or_404(_conversations(self.request), pk=self.kwargs["conversation_id"])
-        return Message.objects.filter(team=self.request.auth.team, conversation=conversation).order_by("order")
+        return Message.objects.filter(team=request_api_key(self.request).team, conversation=conversation).order_by(
+            "order"
+        )
 
     @extend_schema(operation_id="conversations_messages_list")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -142,13 +147,13 @@ class MessageDetailApi(APIView):
     def delete(self, request: Request, conversation_id: int, message_id: int) -> Response:
         conversation = get_object_or_404(_conversations(request), pk=conversation_id)
         message = get_object_or_404(
-            Message.objects.filter(team=request.auth.team, conversation=conversation), pk=message_id
+            Message.objects.filter(team=request_api_key(request).team, conversation=conversation), pk=message_id
         )
         services.delete_message(message=message)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ContextInput(serializers.Serializer):
+class ContextInput(serializers.Serializer[None]):
     refs = serializers.DictField(child=serializers.ListField(child=IdentifierField()), required=False)
     tags = serializers.ListField(child=IdentifierField(), required=False)
 
@@ -171,12 +176,13 @@ TurnOutput = inline_serializer(
 class TurnCreateApi(APIView):
     """Record the person's message and compose what the agent is given for this turn."""
 
-    class TurnCreateInput(serializers.Serializer):
+    class TurnCreateInput(serializers.Serializer[None]):
         person = IdentifierField(max_length=200)
         message = MessageText()
         conversation = IntegerField(required=False, min_value=1)
         scope = IdentifierField(max_length=200, required=False, allow_blank=True)
-        context = ContextInput(required=False)
+        # Not Field.context: DRF's serializer metaclass takes declared fields off the class.
+        context = ContextInput(required=False)  # type: ignore[assignment]  # the stubs cannot model that
         profile = serializers.ChoiceField(choices=PROFILES, default="full")
         persona = TextField(required=False, allow_blank=True)
 
@@ -190,10 +196,11 @@ class TurnCreateApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         context = values.get("context") or {}
+        key = request_api_key(request)
         result = services.take_turn(
-            team=request.auth.team,
-            agent=request.auth.agent,
-            person=get_or_create_person(team=request.auth.team, external_id=values["person"]),
+            team=key.team,
+            agent=key.agent,
+            person=get_or_create_person(team=key.team, external_id=values["person"]),
             message=values["message"],
             conversation_id=values.get("conversation"),
             scope=values.get("scope", ""),
@@ -208,7 +215,7 @@ class TurnCreateApi(APIView):
 
 
 class TurnReplyApi(APIView):
-    class TurnReplyInput(serializers.Serializer):
+    class TurnReplyInput(serializers.Serializer[None]):
         content = MessageText()
 
     @extend_schema(
@@ -217,9 +224,8 @@ class TurnReplyApi(APIView):
         responses={201: MessageOutput, **error_responses(409, 422)},
     )
     def post(self, request: Request, turn_id: int) -> Response:
-        turn = get_object_or_404(
-            Turn.objects.filter(team=request.auth.team, conversation__agent=request.auth.agent), pk=turn_id
-        )
+        key = request_api_key(request)
+        turn = get_object_or_404(Turn.objects.filter(team=key.team, conversation__agent=key.agent), pk=turn_id)
         data = self.TurnReplyInput(data=request.data)
         data.is_valid(raise_exception=True)
         reply = services.record_reply(turn=turn, content=data.validated_data["content"])

@@ -91,7 +91,7 @@ class _Candidate:
 
 
 def _keyword_matches(agent: Agent, person: Person, terms: list[str]) -> list[tuple[int, int, int, datetime, float]]:
-    params = {
+    params: dict[str, int | str] = {
         "team": agent.team_id,
         "agent": agent.pk,
         "person": person.pk,

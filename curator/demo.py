@@ -19,7 +19,7 @@ from accounts.services import get_or_create_person
 from conversations.composer import Composition, compose
 from conversations.models import Conversation, Message
 from conversations.services import conversation_for, end_conversation, record_message
-from curator.providers import ProviderError, get_provider
+from curator.providers import OpenAIProvider, ProviderError, get_provider
 from curator.services import curate_conversation
 from memory.banks import bank_id_for
 from memory.models import Bank, Note, Revision
@@ -61,12 +61,18 @@ def _bank(person: Person) -> Bank:
     return bank
 
 
-def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
-    """The visitor's demo, creating what it needs (person, bounded bank, conversation): for writes only."""
+def _parties(visitor: str, conversation: Conversation | None = None) -> tuple[Agent, Person, Bank, Conversation]:
+    """What the visitor's demo needs, created if missing (person, bounded bank, conversation): for writes only."""
     agent = _demo_agent()
     person = get_or_create_person(team=agent.team, external_id=_external_id(visitor))
     bank = _bank(person)
     conversation = conversation or conversation_for(team=agent.team, agent=agent, person=person, conversation_id=None)
+    return agent, person, bank, conversation
+
+
+def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
+    """The visitor's demo, creating what it needs: for writes only."""
+    agent, person, bank, conversation = _parties(visitor, conversation)
     return _read(agent=agent, person=person, bank=bank, conversation=conversation)
 
 
@@ -106,39 +112,33 @@ def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conv
 
 def say(visitor: str, text: str) -> DemoState:
     """Record what was said, let the curator keep what matters, then reply from memory alone."""
-    current = state(visitor)
-    last_revision = (
-        Revision.objects.filter(team=current.agent.team).order_by("-id").values_list("id", flat=True).first() or 0
-    )
+    agent, person, _, conversation = _parties(visitor)
+    last_revision = Revision.objects.filter(team=agent.team).order_by("-id").values_list("id", flat=True).first() or 0
     with transaction.atomic():
-        message = record_message(conversation=current.conversation, role=Message.Role.USER, content=text)
+        message = record_message(conversation=conversation, role=Message.Role.USER, content=text)
     error = ""
     try:
-        curate_conversation(conversation_id=current.conversation.pk)
+        curate_conversation(conversation_id=conversation.pk)
     except ProviderError as exc:
         error = f"The memory step failed this time: {exc}"
     composition = compose(
-        team=current.agent.team,
-        agent=current.agent,
-        person=current.person,
-        conversation=current.conversation,
-        message=message,
-        profile="memory_only",
+        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only"
     )
-    if current.llm_configured and not error:
+    if settings.LLM_PROVIDER != "rules" and not error:  # an LLM is configured
         provider = get_provider()
+        assert isinstance(provider, OpenAIProvider)  # LLM_PROVIDER is "openai": only it writes replies
         system = "\n\n".join(block.text for block in composition.blocks if block.layer != "last_exchange")
         try:
-            reply = provider.reply(system, composition.messages)  # type: ignore[attr-defined]
+            reply = provider.reply(system, composition.messages)
         except ProviderError as exc:
             error = f"The reply failed this time: {exc}"
         else:
             with transaction.atomic():
-                record_message(conversation=current.conversation, role=Message.Role.ASSISTANT, content=reply or "…")
-    after = state(visitor, current.conversation)
+                record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=reply or "…")
+    after = state(visitor, conversation)
     after.events = list(
         Revision.objects.filter(
-            team=current.agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
+            team=agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
         ).order_by("id")
     )
     after.composition = composition

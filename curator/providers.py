@@ -13,13 +13,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
 from curator.rules import extract_plan, merge_duplicates_plan
 from curator.schemas import ConsolidationPlan, CuratorPlan
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 class ProviderError(Exception):
@@ -119,7 +122,9 @@ Plan = TypeVar("Plan", bound=BaseModel)
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, *, base_url: str, api_key: str | None, model: str, timeout: float, max_retries: int) -> None:
+    def __init__(
+        self, *, base_url: str | None, api_key: str | None, model: str, timeout: float, max_retries: int
+    ) -> None:
         from openai import OpenAI
 
         self.model = model
@@ -173,9 +178,11 @@ class OpenAIProvider:
         """A plain chat reply (the demo's second model call), given exactly what the composer chose."""
         import openai
 
+        # The composer's window: user and assistant turns, as role and content.
+        window = cast("list[ChatCompletionMessageParam]", messages)
         try:
             response = self._client.chat.completions.create(
-                model=self.model, messages=[{"role": "system", "content": system}, *messages]
+                model=self.model, messages=[{"role": "system", "content": system}, *window]
             )
         except openai.OpenAIError as exc:
             raise ProviderError(f"the LLM endpoint failed to reply ({exc.__class__.__name__})") from exc
@@ -229,7 +236,7 @@ class ScriptedProvider:
     name: str = "scripted"
     model: str = "scripted"
 
-    def _next(self, queue: list, request: object) -> object:
+    def _next[T](self, queue: list[T | Exception], request: object) -> T | None:
         self.seen.append(request)
         item = queue.pop(0) if queue else None
         if isinstance(item, Exception):
@@ -238,11 +245,11 @@ class ScriptedProvider:
 
     def curate(self, request: CurationRequest) -> tuple[CuratorPlan, Usage]:
         plan = self._next(self.curations, request) or CuratorPlan()
-        return plan, Usage(self.name, self.model, len(curate_prompt(request)), 0)  # type: ignore[return-value]
+        return plan, Usage(self.name, self.model, len(curate_prompt(request)), 0)
 
     def consolidate(self, request: ConsolidationRequest) -> tuple[ConsolidationPlan, Usage]:
         plan = self._next(self.consolidations, request) or ConsolidationPlan()
-        return plan, Usage(self.name, self.model, len(consolidate_prompt(request)), 0)  # type: ignore[return-value]
+        return plan, Usage(self.name, self.model, len(consolidate_prompt(request)), 0)
 
 
 _override: Callable[[], LLMProvider] | None = None

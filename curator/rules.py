@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from curator.schemas import ConsolidationPlan, CuratorPlan, Drop, ForgetOp, Merge, RememberOp
+from curator.schemas import ConsolidationPlan, CuratorPlan, Drop, ForgetOp, Merge, NoteKind, RememberOp
 from memory.text import normalize_key
 
 if TYPE_CHECKING:
@@ -73,8 +73,21 @@ def _facts(text: str) -> list[RememberOp | ForgetOp]:
     text = text.replace("\u2019", "'")  # typographic apostrophes, as phones type them
     ops: list[RememberOp | ForgetOp] = []
 
-    def remember(key: str, description: str, content: str, kind: str = "fact", **extra: object) -> None:
-        ops.append(RememberOp(op="remember", key=key, description=description, content=content, kind=kind, **extra))
+    def remember(
+        key: str,
+        description: str,
+        content: str,
+        kind: NoteKind = "fact",
+        *,
+        category: str | None = None,
+        expires_in_hours: float | None = None,
+    ) -> None:
+        ops.append(
+            RememberOp(
+                op="remember", key=key, description=description, content=content, kind=kind, category=category,
+                expires_in_hours=expires_in_hours,
+            )
+        )  # fmt: skip
 
     for pattern in NAME:
         if match := pattern.search(text):
@@ -145,7 +158,8 @@ def extract_plan(request: CurationRequest) -> CuratorPlan:
 
 def _fingerprint(note: dict[str, object]) -> tuple[str, str, str]:
     words = re.sub(r"[^\w\s]", " ", str(note["content"]).lower()).split()
-    return " ".join(words), repr(note.get("scope_refs") or {}), repr(sorted(note.get("semantics") or []))  # type: ignore[arg-type]
+    semantics = cast("list[str]", note.get("semantics") or [])  # a note's semantics are ontology ids
+    return " ".join(words), repr(note.get("scope_refs") or {}), repr(sorted(semantics))
 
 
 def merge_duplicates_plan(request: ConsolidationRequest) -> ConsolidationPlan:

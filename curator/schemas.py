@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from config.text import find_unstorable
 
+NoteKind = Literal["identity", "preference", "fact", "ephemeral"]
+
 
 class _Op(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -18,7 +20,7 @@ class RememberOp(_Op):
     key: str = Field(description="A short stable slug, e.g. home-city, employer, allergy-peanuts.")
     description: str = Field(description="One line saying what the note is.")
     content: str = Field(description="The fact itself, plain text.")
-    kind: Literal["identity", "preference", "fact", "ephemeral"] = "fact"
+    kind: NoteKind = "fact"
     bank: Literal["private", "shared", "global"] = "global"
     category: str | None = None
     expires_in_hours: float | None = Field(default=None, gt=0, le=24 * 365)

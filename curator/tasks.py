@@ -1,4 +1,4 @@
-from celery import shared_task
+from celery import Task, shared_task
 
 from curator import services
 from curator.providers import ProviderError
@@ -8,7 +8,7 @@ from curator.providers import ProviderError
     bind=True, ignore_result=True, acks_late=True, autoretry_for=(ProviderError,),
     retry_backoff=30, retry_backoff_max=1800, retry_jitter=True, max_retries=6,
 )  # fmt: skip
-def curate_conversation(self, conversation_id: int) -> str:
+def curate_conversation(self: Task[[int], str], conversation_id: int) -> str:
     return services.curate_conversation(conversation_id=conversation_id, task_id=self.request.id or "")
 
 
@@ -16,7 +16,7 @@ def curate_conversation(self, conversation_id: int) -> str:
     bind=True, ignore_result=True, acks_late=True, autoretry_for=(ProviderError,),
     retry_backoff=30, retry_backoff_max=1800, retry_jitter=True, max_retries=6,
 )  # fmt: skip
-def consolidate_bank(self, bank_pk: int) -> str:
+def consolidate_bank(self: Task[[int], str], bank_pk: int) -> str:
     return services.consolidate_bank(bank_pk=bank_pk, task_id=self.request.id or "")
 
 

@@ -33,7 +33,8 @@ def _visitor_for_writing(request: HttpRequest) -> str:
     # session (a row) is made only now, when the visitor says something.
     if "demo_visitor" not in request.session:
         request.session["demo_visitor"] = secrets.token_hex(8)
-    return request.session["demo_visitor"]
+    visitor: str = request.session["demo_visitor"]
+    return visitor
 
 
 def _render(request: HttpRequest, state: demo.DemoState, *, status: int = 200) -> HttpResponse:

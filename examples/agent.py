@@ -84,8 +84,10 @@ class Agent:
     def _reply(self, composition: TurnComposition) -> str:
         assert self.llm is not None
         system = "\n\n".join(b["text"] for b in composition["blocks"] if b["layer"] not in LAYERS_AS_MESSAGES)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}, *composition["messages"]]
+        messages: list[Mapping[str, Any]] = [{"role": "system", "content": system}, *composition["messages"]]
         for _ in range(MAX_TOOL_ROUNDS):
+            # The ignore: the SDK types each message and tool as its own TypedDict; these are the
+            # composition's messages, the SDK's own dumps and Mnemo's declarations, as plain JSON.
             completion = self.llm.chat.completions.create(model=self.model, messages=messages, tools=self.tools())  # type: ignore[arg-type]
             answer = completion.choices[0].message
             if not answer.tool_calls:

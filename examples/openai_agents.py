@@ -24,11 +24,12 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner
+from agents import Agent, FunctionTool, OpenAIChatCompletionsModel, RunConfig, RunContextWrapper, Runner, Tool
 from agents.exceptions import AgentsException
 from mnemo_client import AsyncMnemo, Conflict, Invalid, MnemoError, NotFound, TooLarge, Unprocessable
 from mnemo_client.types import TurnComposition
 from openai import AsyncOpenAI, OpenAIError
+from openai.types.responses import EasyInputMessageParam
 
 PERSONA = (
     "You are a friendly assistant with a long-term memory about the person you talk to. Remember "
@@ -49,8 +50,8 @@ def without_person(parameters: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-async def mnemo_tools(mnemo: AsyncMnemo, *, person: str, scope: str = "") -> list[FunctionTool]:
-    tools = []
+async def mnemo_tools(mnemo: AsyncMnemo, *, person: str, scope: str = "") -> list[Tool]:
+    tools: list[Tool] = []
     for declared in await mnemo.tools("openai"):
         function = declared["function"]
 
@@ -86,7 +87,7 @@ async def answer(
     mnemo: AsyncMnemo,
     *,
     model: OpenAIChatCompletionsModel,
-    tools: list[FunctionTool],
+    tools: list[Tool],
     person: str,
     message: str,
     conversation: int | None = None,
@@ -100,7 +101,7 @@ async def answer(
     agent = Agent(name="assistant", instructions=instructions, tools=tools, model=model)
     result = await Runner.run(
         agent,
-        input=[{"role": m["role"], "content": m["content"]} for m in composition["messages"]],  # type: ignore[misc]
+        input=[EasyInputMessageParam(role=m["role"], content=m["content"]) for m in composition["messages"]],
         max_turns=MAX_TURNS,
         # Traces would go to OpenAI's platform; turn them on there if you use it.
         run_config=RunConfig(tracing_disabled=True),

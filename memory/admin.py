@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
+from django_stubs_ext import WithAnnotations
 
 from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
 from memory.services import Actor, clear_latch, delete_note, update_bank_settings
@@ -15,8 +19,12 @@ def _admin_actor(request: HttpRequest) -> Actor:
     return Actor(Revision.Actor.ADMIN, f"user:{request.user.get_username()}", getattr(request, "request_id", ""))
 
 
+class NoteTotal(TypedDict):
+    note_total: int
+
+
 @admin.register(Bank)
-class BankAdmin(admin.ModelAdmin):
+class BankAdmin(admin.ModelAdmin[Bank]):
     list_display = ["bank_id", "team", "kind", "policy", "note_count", "soft_limit", "hard_limit", "capacity", "full"]
     list_filter = ["team", "kind", "policy", "full", "consolidation_pending"]
     search_fields = ["bank_id", "scope", "person__external_id"]
@@ -32,18 +40,18 @@ class BankAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     actions = ["clear_full_latch"]
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Bank]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WithAnnotations[Bank, NoteTotal]]:
         return super().get_queryset(request).annotate(note_total=Count("notes"))
 
     @admin.display(description="notes", ordering="note_total")
-    def note_count(self, bank: Bank) -> int:
-        return bank.note_total  # type: ignore[attr-defined]
+    def note_count(self, bank: WithAnnotations[Bank, NoteTotal]) -> int:
+        return bank.note_total
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # banks are created on first use
 
-    def save_model(self, request: HttpRequest, obj: Bank, form: object, change: bool) -> None:
-        changed = {name: getattr(obj, name) for name in form.changed_data}  # type: ignore[attr-defined]
+    def save_model(self, request: HttpRequest, obj: Bank, form: ModelForm[Bank], change: bool) -> None:
+        changed = {name: getattr(obj, name) for name in form.changed_data}
         if changed:
             update_bank_settings(bank=obj, actor=_admin_actor(request), changes=changed)
 
@@ -57,7 +65,7 @@ class BankAdmin(admin.ModelAdmin):
 
 
 @admin.register(Note)
-class NoteAdmin(admin.ModelAdmin):
+class NoteAdmin(admin.ModelAdmin[Note]):
     list_display = ["key", "bank", "team", "kind", "category", "source", "updated_at"]
     list_filter = ["team", "kind", "source", "bank__policy"]
     search_fields = ["key", "description", "bank__bank_id"]
@@ -74,8 +82,10 @@ class NoteAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Note | None = None) -> bool:
         return False  # the bulk action below deletes through the write path instead
 
-    def get_actions(self, request: HttpRequest) -> dict[str, object]:
-        actions = super().get_actions(request)
+    def get_actions(
+        self, request: HttpRequest, action_location: admin.ActionLocation = admin.ActionLocation.CHANGE_LIST
+    ) -> dict[str, admin.Action | None]:
+        actions = super().get_actions(request, action_location)
         actions.pop("delete_selected", None)
         return actions
 
@@ -89,7 +99,7 @@ class NoteAdmin(admin.ModelAdmin):
 
 
 @admin.register(Revision)
-class RevisionAdmin(admin.ModelAdmin):
+class RevisionAdmin(admin.ModelAdmin[Revision]):
     list_display = ["created_at", "action", "bank_ref", "note_key", "actor", "actor_ref", "team"]
     list_filter = ["team", "action", "actor", "erased"]
     search_fields = ["bank_ref", "note_key", "actor_ref", "request_id", "reason"]
@@ -107,7 +117,7 @@ class RevisionAdmin(admin.ModelAdmin):
 
 
 @admin.register(OntologyNode)
-class OntologyNodeAdmin(admin.ModelAdmin):
+class OntologyNodeAdmin(admin.ModelAdmin[OntologyNode]):
     list_display = ["node_id", "label", "kind", "parent", "team"]
     list_filter = ["team", "kind"]
     search_fields = ["node_id", "label", "glossary"]
@@ -116,7 +126,7 @@ class OntologyNodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(CategoryMute)
-class CategoryMuteAdmin(admin.ModelAdmin):
+class CategoryMuteAdmin(admin.ModelAdmin[CategoryMute]):
     list_display = ["person", "agent", "category", "team", "created_at"]
     list_filter = ["team", "agent"]
     search_fields = ["person__external_id", "category"]

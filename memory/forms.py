@@ -3,7 +3,7 @@ so an over-cap edit reaches edit_note and is refused there (and logged) with its
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
@@ -29,7 +29,8 @@ class NoteEditForm(forms.Form):
     def clean_content(self) -> str:
         # Browsers submit textarea line breaks as CRLF; notes store plain newlines, and the cap
         # counts characters the way every other writer sends them.
-        return self.cleaned_data["content"].replace("\r\n", "\n")
+        content: str = self.cleaned_data["content"]
+        return content.replace("\r\n", "\n")
 
 
 class CategoryMuteForm(forms.Form):
@@ -41,8 +42,9 @@ class CategoryMuteForm(forms.Form):
 
     def __init__(self, *args: Any, people: QuerySet[Person], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["person"].queryset = people  # type: ignore[attr-defined]
-        self.fields["agent"].queryset = Agent.objects.filter(team__in=people.values("team"))  # type: ignore[attr-defined]
+        cast("forms.ModelChoiceField[Person]", self.fields["person"]).queryset = people
+        agents = Agent.objects.filter(team__in=people.values("team"))
+        cast("forms.ModelChoiceField[Agent]", self.fields["agent"]).queryset = agents
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -6,8 +6,9 @@ logs the refusal) and by database constraints (so no other path can ever store w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
+from django.contrib.auth.models import User
 from django.db import models
 from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KT
@@ -15,9 +16,6 @@ from django.db.models.functions import Length
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Membership, Person, Team
-
-if TYPE_CHECKING:
-    from django.contrib.auth.base_user import AbstractBaseUser
 
 models.CharField.register_lookup(Length)
 models.TextField.register_lookup(Length)
@@ -29,7 +27,7 @@ KEY_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
 class BankQuerySet(models.QuerySet["Bank"]):
-    def about_user(self, user: AbstractBaseUser) -> Self:
+    def about_user(self, user: User) -> Self:
         """Banks that hold memories about the people this login may open the lens of: their private
         and global banks, and the shared banks of the scopes they have a private bank in."""
         own_private_in_scope = Bank.objects.filter(
@@ -108,11 +106,11 @@ class NoteQuerySet(models.QuerySet["Note"]):
         """Notes that still apply: no expiry, or an expiry in the future."""
         return self.filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
 
-    def about_user(self, user: AbstractBaseUser) -> Self:
+    def about_user(self, user: User) -> Self:
         """Notes in the banks this login may see in its Memory lens (see BankQuerySet.about_user)."""
         return self.filter(bank__in=Bank.objects.about_user(user))
 
-    def changeable_by(self, user: AbstractBaseUser) -> Self:
+    def changeable_by(self, user: User) -> Self:
         """Notes this login may edit or delete, and whose earlier versions it may read, in the lens:
         those about its people, except that a shared bank's notes (everyone in the scope wrote them)
         are a team admin's to change."""
@@ -128,9 +126,9 @@ class NoteQuerySet(models.QuerySet["Note"]):
         """
         mutes = CategoryMute.objects.filter(team=OuterRef("team"), agent=agent, category=OuterRef("category"))
         hidden = Exists(mutes.filter(person=OuterRef("bank__person")))
-        if person is not None:
-            hidden |= Exists(mutes.filter(person=person))
-        return self.exclude(hidden)
+        if person is None:
+            return self.exclude(hidden)
+        return self.exclude(hidden | Exists(mutes.filter(person=person)))
 
 
 class Note(models.Model):

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from memory.models import Bank, Note, Revision
 
 
-class NoteOutput(serializers.ModelSerializer):
+class NoteOutput(serializers.ModelSerializer[Note]):
     bank = serializers.CharField(source="bank.bank_id")
     person = serializers.CharField(source="bank.person.external_id", allow_null=True, default=None)
 
@@ -18,14 +18,14 @@ class NoteOutput(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class ConsolidationOutput(serializers.Serializer):
+class ConsolidationOutput(serializers.Serializer[Bank]):
     pending = serializers.BooleanField(source="consolidation_pending")
     requested_at = serializers.DateTimeField(source="consolidation_requested_at", allow_null=True)
     last_run_at = serializers.DateTimeField(source="last_consolidation_at", allow_null=True)
     last_outcome = serializers.CharField(source="last_consolidation_outcome")
 
 
-class BankOutput(serializers.ModelSerializer):
+class BankOutput(serializers.ModelSerializer[Bank]):
     id = serializers.CharField(source="bank_id")
     person = serializers.CharField(source="person.external_id", allow_null=True, default=None)
     count = serializers.IntegerField(source="note_count")
@@ -51,7 +51,7 @@ class NoteStateField(serializers.JSONField):
     pass
 
 
-class RevisionOutput(serializers.ModelSerializer):
+class RevisionOutput(serializers.ModelSerializer[Revision]):
     bank = serializers.CharField(source="bank_ref")
     note = serializers.IntegerField(source="note_id", allow_null=True)
     before = NoteStateField(allow_null=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet, Window
 from django.db.models.functions import RowNumber
@@ -43,11 +44,17 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def owner_actor(request: HttpRequest) -> Actor:
+class LensRequest(HtmxHttpRequest):
+    """A request to a lens view: every one is login_required, so there is a signed-in user."""
+
+    user: User
+
+
+def owner_actor(request: LensRequest) -> Actor:
     return Actor(Revision.Actor.OWNER, f"user:{request.user.get_username()}", getattr(request, "request_id", ""))
 
 
-def people_of(request: HttpRequest) -> QuerySet[Person]:
+def people_of(request: LensRequest) -> QuerySet[Person]:
     """The people this login may open the lens of: their own, and everyone in teams they administer."""
     admin_of = Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values("team")
     return Person.objects.filter(Q(user=request.user) | Q(team__in=admin_of))
@@ -81,12 +88,15 @@ class PersonLens:
     digests: list[tuple[Agent, Digest]] = field(default_factory=list)
 
 
+# Narrowest first, as reads walk them.
+BANK_KIND_ORDER: list[str] = [Bank.Kind.PRIVATE, Bank.Kind.SHARED, Bank.Kind.GLOBAL]
+
+
 def _bank_order(bank: Bank) -> tuple[int, str]:
-    # Narrowest first, as reads walk them: private, shared, global.
-    return ([Bank.Kind.PRIVATE, Bank.Kind.SHARED, Bank.Kind.GLOBAL].index(bank.kind), bank.bank_id)
+    return (BANK_KIND_ORDER.index(bank.kind), bank.bank_id)
 
 
-def build_lens(request: HttpRequest) -> list[PersonLens]:
+def build_lens(request: LensRequest) -> list[PersonLens]:
     """Every bank that holds memories about the signed-in login's people, grouped by category."""
     people = list(people_of(request).select_related("team").order_by("team__name", "external_id"))
     banks = sorted(Bank.objects.about_user(request.user), key=_bank_order)
@@ -140,6 +150,7 @@ def build_lens(request: HttpRequest) -> list[PersonLens]:
 
     by_person = {lens.person.pk: lens for lens in lenses}
     for revision in removals:
+        assert revision.person_id is not None  # removals are read for these people only
         by_person[revision.person_id].removals.append(revision)
     for lens in lenses:
         # What each agent's turns start with (outside any scope): the person sees a mute take effect.
@@ -149,7 +160,7 @@ def build_lens(request: HttpRequest) -> list[PersonLens]:
     return lenses
 
 
-def search_lens(request: HttpRequest, query: str) -> tuple[list[Hit], list[str]]:
+def search_lens(request: LensRequest, query: str) -> tuple[list[Hit], list[str]]:
     """The recall agents use, over everything about each of the login's people, best first."""
     hits: list[Hit] = []
     degraded: list[str] = []
@@ -163,7 +174,7 @@ def search_lens(request: HttpRequest, query: str) -> tuple[list[Hit], list[str]]
 
 @require_GET
 @login_required
-def lens(request: HtmxHttpRequest) -> HttpResponse:
+def lens(request: LensRequest) -> HttpResponse:
     template = "memory/bank_list.html"
     query = request.GET.get("q", "").strip()
     hits, degraded = search_lens(request, query) if query else ([], [])
@@ -174,7 +185,7 @@ def lens(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, {**context, "lenses": build_lens(request)})
 
 
-def _change_mute(request: HtmxHttpRequest, *, mute: bool) -> HttpResponse:
+def _change_mute(request: LensRequest, *, mute: bool) -> HttpResponse:
     form = CategoryMuteForm(request.POST, people=people_of(request))
     if not form.is_valid():
         # A person, agent or category that is not this login's: nothing to say about it.
@@ -194,13 +205,13 @@ def _change_mute(request: HtmxHttpRequest, *, mute: bool) -> HttpResponse:
 
 @require_POST
 @login_required
-def category_mute(request: HtmxHttpRequest) -> HttpResponse:
+def category_mute(request: LensRequest) -> HttpResponse:
     return _change_mute(request, mute=True)
 
 
 @require_POST
 @login_required
-def category_unmute(request: HtmxHttpRequest) -> HttpResponse:
+def category_unmute(request: LensRequest) -> HttpResponse:
     return _change_mute(request, mute=False)
 
 
@@ -252,15 +263,15 @@ def revision_entries(note: Note, *, with_content: bool = True) -> list[RevisionE
     return entries
 
 
-def _visible_note(request: HttpRequest, note_id: int) -> Note:
+def _visible_note(request: LensRequest, note_id: int) -> Note:
     return get_object_or_404(Note.objects.about_user(request.user).select_related("bank", "bank__person"), pk=note_id)
 
 
-def _may_change(request: HttpRequest, note: Note) -> bool:
+def _may_change(request: LensRequest, note: Note) -> bool:
     return Note.objects.changeable_by(request.user).filter(pk=note.pk).exists()
 
 
-def _note_to_change(request: HttpRequest, note_id: int) -> Note:
+def _note_to_change(request: LensRequest, note_id: int) -> Note:
     """A note this login may edit or delete: 404 if it may not even see it, 403 if it may only read it."""
     note = _visible_note(request, note_id)
     if not _may_change(request, note):
@@ -274,7 +285,7 @@ def _edit_form(note: Note) -> NoteEditForm:
 
 @require_GET
 @login_required
-def note_detail(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
+def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
     note = _visible_note(request, note_id)
     if _may_change(request, note):
         context = {"note": note, "form": _edit_form(note), "revisions": revision_entries(note)}
@@ -290,7 +301,7 @@ def note_detail(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
 @require_POST
 @login_required
 @checks_form_encoding
-def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
+def note_edit(request: LensRequest, note_id: int) -> HttpResponse:
     """Replace a note's description and content. A refusal (over a cap, say) is shown in the form
     with what was typed kept; the note is unchanged and the refusal is in the revision log, like a
     form that does not parse (a field missing, or not UTF-8)."""
@@ -307,7 +318,7 @@ def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
         field, errors = next(iter(form.errors.items()))
         record_refused_call(
             team=note.team, actor=owner_actor(request), operation="edit",
-            arguments={name: request.POST.get(name) for name in form.fields}, message=" ".join(errors),
+            arguments={name: request.POST.get(name) for name in form.fields}, message=" ".join(map(str, errors)),
             field=field if field in form.fields else None, note=note,
         )  # fmt: skip
     else:
@@ -343,7 +354,7 @@ def note_edit(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def note_delete(request: HtmxHttpRequest, note_id: int) -> HttpResponse:
+def note_delete(request: LensRequest, note_id: int) -> HttpResponse:
     """GET asks for confirmation; POST erases the note through the write path: the note, its vector
     and the content of its revisions go; the log keeps who did what, and when."""
     note = _note_to_change(request, note_id)

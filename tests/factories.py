@@ -6,6 +6,7 @@ Fixtures (tenants, `person`, `conversation`, `actor`, inline indexing) are in te
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import factory
 from django.utils import timezone
@@ -15,7 +16,7 @@ from conversations.models import Conversation, Message
 from conversations.services import record_message
 
 
-class TeamFactory(factory.django.DjangoModelFactory):
+class TeamFactory(factory.django.DjangoModelFactory[Team]):
     class Meta:
         model = Team
 
@@ -23,7 +24,7 @@ class TeamFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda team: team.slug.title())
 
 
-class AgentFactory(factory.django.DjangoModelFactory):
+class AgentFactory(factory.django.DjangoModelFactory[Agent]):
     class Meta:
         model = Agent
 
@@ -32,7 +33,7 @@ class AgentFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda agent: agent.slug.title())
 
 
-class PersonFactory(factory.django.DjangoModelFactory):
+class PersonFactory(factory.django.DjangoModelFactory[Person]):
     class Meta:
         model = Person
 
@@ -40,9 +41,13 @@ class PersonFactory(factory.django.DjangoModelFactory):
     external_id = factory.Sequence(lambda n: f"person-{n}")
 
 
-def note_fields(**overrides: object) -> dict[str, object]:
+def note_fields(**overrides: Any) -> dict[str, Any]:
     """A note's key, description and content for the write path (Ada's home city unless overridden)."""
-    fields = {"key": "home-city", "description": "Where the person lives", "content": "Ada lives in Oslo."}
+    fields: dict[str, Any] = {
+        "key": "home-city",
+        "description": "Where the person lives",
+        "content": "Ada lives in Oslo.",
+    }
     fields.update(overrides)
     return fields
 

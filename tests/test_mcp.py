@@ -17,6 +17,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult
 
 from accounts.services import revoke_api_key
 from config.mcp import build_server
@@ -37,6 +38,11 @@ def body(result) -> dict[str, Any]:
     return json.loads(result.content[0].text)
 
 
+def structured(result: CallToolResult) -> dict[str, Any]:
+    assert result.structuredContent is not None
+    return result.structuredContent
+
+
 async def assert_lists_the_rest_tools(session: ClientSession, rest: dict[str, dict[str, Any]]) -> None:
     listed = {tool.name: tool for tool in (await session.list_tools()).tools}
     assert set(listed) == set(rest) == set(REGISTRY)
@@ -49,15 +55,15 @@ async def remember_recall_forget(session: ClientSession) -> int:
     created = await session.call_tool("remember", HOME)
     assert not created.isError
     assert created.structuredContent == {
-        "id": created.structuredContent["id"], "bank": "user:ada", "key": "home-city", "action": "created",
+        "id": structured(created)["id"], "bank": "user:ada", "key": "home-city", "action": "created",
         "evicted": [],
     }  # fmt: skip
     assert body(created) == created.structuredContent
-    note_id = created.structuredContent["id"]
+    note_id = structured(created)["id"]
 
     recalled = await session.call_tool("recall_memories", {"person": "ada", "query": "where does Ada live?"})
     assert not recalled.isError
-    assert [(r["id"], r["content"]) for r in recalled.structuredContent["results"]] == [(note_id, "Ada lives in Oslo.")]
+    assert [(r["id"], r["content"]) for r in structured(recalled)["results"]] == [(note_id, "Ada lives in Oslo.")]
 
     forgotten = await session.call_tool("forget_memory", {"person": "ada", "key": "home-city", "reason": "asked to"})
     assert forgotten.structuredContent == {
@@ -183,7 +189,7 @@ def test_http_server_keeps_teams_apart(web_server, tenant, other_tenant):
     async def scenario() -> None:
         async with http_session(web_server, tenant.key.plaintext) as session:
             created = await session.call_tool("remember", HOME)
-        note_id = created.structuredContent["id"]
+        note_id = structured(created)["id"]
         async with http_session(web_server, other_tenant.key.plaintext) as session:
             edit = {"person": "ada", "id": note_id, "mode": "replace", "content": "Ada lives in Rome."}
             refused = await session.call_tool("edit_note", edit)
@@ -196,7 +202,7 @@ def test_http_server_keeps_teams_apart(web_server, tenant, other_tenant):
                 }
             }
             found = await session.call_tool("recall_memories", {"person": "ada", "query": "where does Ada live?"})
-            assert found.structuredContent["results"] == []
+            assert structured(found)["results"] == []
 
     run_async(scenario)
     assert Note.objects.get(team=tenant.team).content == "Ada lives in Oslo."

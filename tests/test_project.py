@@ -79,7 +79,7 @@ def _undeclared_imports(modules: list[Path], local: set[str], declared: Callable
     from importlib.metadata import packages_distributions
 
     distributions = packages_distributions()
-    missing = {}
+    missing: dict[str, str] = {}
     for path in modules:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []

@@ -39,7 +39,7 @@ def people_with_memories(tenant, actor, rows: int) -> Conversation:
     muted_for = AgentFactory(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
     conversation = None
     for i in range(rows):
-        person = PersonFactory(team=tenant.team, external_id=f"person-{i}")
+        person = PersonFactory.create(team=tenant.team, external_id=f"person-{i}")
         category = "health" if i % 2 else "home"
         remember(team=tenant.team, person=person, actor=actor, category=category, **note_fields())
         remember(team=tenant.team, person=person, actor=actor, scope=APOLLO, **note_fields(key="deadline"))

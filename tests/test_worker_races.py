@@ -100,7 +100,7 @@ class Lane:
             started = self.gate.blpop([f"{self.prefix}started:{self.name}"], timeout=20)
             if started is None:
                 raise AssertionError(f"no embedding task of lane {self.name} started within 20s")
-            token = started[1].decode()
+            token = started[1].decode() if isinstance(started[1], bytes) else started[1]
             i, item_id = self.in_flight.pop(token)
             # The task is mid-embedding now. Let it go on to store its vector at nearly the moment
             # the delete starts: mostly a little after (the delete needs a few ms to reach the
@@ -137,6 +137,7 @@ class NoteLane(Lane):
             content=f"A fact, {token}: they keep {i} plants on the balcony.",
         )  # fmt: skip
         assert result.action == "created"
+        assert result.note is not None
         return result.note.pk
 
     def delete(self, i: int, token: str, item_id: int) -> str:

@@ -83,6 +83,7 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
     # Expired notes no longer apply; the periodic sweep may not have reached them yet, and they
     # must not hold a place against a note that does.
     for expired in Note.objects.filter(team_id=bank.team_id, bank=bank, expires_at__lte=now):
+        assert expired.expires_at is not None  # the filter above
         expired.bank = bank
         _remove(expired, Actor(Revision.Actor.EXPIRY, "write-path", actor.request_id), Revision.Action.DELETE,
                 f"expired at {expired.expires_at.isoformat()}")  # fmt: skip

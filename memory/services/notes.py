@@ -356,6 +356,7 @@ def expire_notes(*, now: datetime | None = None) -> int:
         .select_for_update(skip_locked=True, of=("self", "bank"))
     )
     for note in expired:
+        assert note.expires_at is not None  # selected by expires_at__lte
         _remove(
             note,
             Actor(Revision.Actor.EXPIRY, "expire_notes"),

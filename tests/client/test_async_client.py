@@ -44,7 +44,9 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
             assert [hit["id"] for hit in recalled["results"]] == [created["id"]]
             assert (await mnemo.search(person="ada", query="cat"))["results"][0]["key"] == "pet"
             assert (await mnemo.recall(person="ada", query="cat"))["items"][0]["content"] == "A cat, Pus."
-            await mnemo.edit_note(person="ada", id=created["id"], mode="replace", content="A cat called Pus.")
+            note_id = created["id"]
+            assert note_id is not None
+            await mnemo.edit_note(person="ada", id=note_id, mode="replace", content="A cat called Pus.")
             await mnemo.remember_about_user(person="ada", category="food", observation="Likes figs.")
             await mnemo.remember_about_project(person="ada", project="x", category="notes", observation="Kick-off.")
 
@@ -69,7 +71,7 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
 
             keys = [note["key"] async for note in mnemo.iter_notes(person="ada", page_size=1)]
             assert keys == ["pet", "food"]
-            assert (await mnemo.get_note(created["id"]))["content"] == "A cat called Pus."
+            assert (await mnemo.get_note(note_id))["content"] == "A cat called Pus."
             assert [bank["id"] async for bank in mnemo.iter_banks(page_size=1)] == ["scope:project:x", "user:ada"]
             assert (await mnemo.get_bank("user:ada"))["count"] == 2
             assert [r["action"] async for r in mnemo.iter_revisions(note=created["id"])] == ["update", "create"]

@@ -146,7 +146,9 @@ def test_batch_and_abatch_run_their_operations_in_order(web_server, tenant, mnem
         async with AsyncMnemo(web_server, api_key=tenant.key.plaintext) as async_client:
             store = MnemoStore(async_client=async_client)
             await store.aput(APOLLO, "launch", {"text": "The launch is on Friday."})
-            assert (await store.aget(APOLLO, "launch")).value == {"text": "The launch is on Friday."}
+            launch = await store.aget(APOLLO, "launch")
+            assert launch is not None
+            assert launch.value == {"text": "The launch is on Friday."}
             assert [i.key for i in await store.asearch(("user", "ada"), query="when is the launch?")] == ["launch"]
             assert await store.alist_namespaces() == [APOLLO]
             await store.adelete(APOLLO, "launch")

@@ -17,7 +17,9 @@ from mnemo_client import AsyncMnemo, Mnemo, RateLimited, RetryPolicy, Unavailabl
 from tests.fixtures import run_async, serve_asgi
 from tests.http_stub import JsonHandler, serve
 
-OK = (200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False})
+OK: tuple[int, dict[str, str], dict] = (
+    200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False},
+)  # fmt: skip
 
 
 def throttled(retry_after: str | None) -> tuple[int, dict[str, str], dict]:

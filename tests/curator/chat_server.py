@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.http_stub import JsonHandler, serve
 
@@ -18,7 +19,7 @@ class Script:
     tool_calls, answered with finish_reason "tool_calls").
     """
 
-    replies: list[tuple[object, object]] = field(default_factory=list)
+    replies: list[tuple[int | str, Any]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
 
 
@@ -30,14 +31,14 @@ def chat_server(script: Script) -> Iterator[str]:
             script.requests.append(body)
             status, content = script.replies.pop(0) if script.replies else (500, "no scripted reply left")
             if status == "sleep":
-                time.sleep(float(content))  # type: ignore[arg-type]
+                time.sleep(float(content))
                 status, content = 200, "{}"
             if status != 200:
                 payload = {"error": {"message": str(content), "type": "server_error"}}
-                code = int(status)  # type: ignore[arg-type]
+                code = int(status)
                 self.send_json(code, payload, {"retry-after-ms": "10"} if code == 429 else None)
                 return
-            message = {"role": "assistant", "content": content}
+            message: dict[str, Any] = {"role": "assistant", "content": content}
             if isinstance(content, dict):
                 message = {"role": "assistant", "content": None, **content}
             finish_reason = "tool_calls" if message.get("tool_calls") else "stop"

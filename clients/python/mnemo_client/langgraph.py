@@ -40,7 +40,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -156,9 +156,10 @@ class MnemoStore(BaseStore):
                 else:
                     call = plan.send(result)
         except StopIteration as done:
-            return done.value
+            results: list[Result] = done.value
+            return results
 
-    def _drive(self, plan: Plan) -> Any:
+    def _drive(self, plan: Plan) -> list[Result]:
         assert self.client is not None
         try:
             call = next(plan)
@@ -170,7 +171,8 @@ class MnemoStore(BaseStore):
                 else:
                     call = plan.send(result)
         except StopIteration as done:
-            return done.value
+            results: list[Result] = done.value
+            return results
 
     # --- the plan -----------------------------------------------------------------------------
 
@@ -383,7 +385,7 @@ def _condition_holds(condition: MatchCondition, namespace: tuple[str, ...]) -> b
     return all(want == "*" or want == got for want, got in zip(path, part, strict=True))
 
 
-_OPERATORS = {
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
     "$gt": lambda a, b: a is not None and a > b,
@@ -409,4 +411,5 @@ def _matches(value: Any, wanted: Any) -> bool:
         if not isinstance(value, Mapping):
             return False
         return all(_matches(value.get(k), v) for k, v in wanted.items())
-    return value == wanted
+    equal: bool = value == wanted
+    return equal

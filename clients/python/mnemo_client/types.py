@@ -222,7 +222,7 @@ class Block(TypedDict):
 
 
 class ChatMessage(TypedDict):
-    role: str
+    role: Role
     content: str
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from types import FrameType
 
 from django.conf import settings
@@ -78,10 +79,12 @@ class Command(BaseCommand):
             self._stop(children)
             self._stop_embedded()
 
-    def _wait_until_healthy(self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: object) -> None:
+    def _wait_until_healthy(
+        self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: Callable[[], bool]
+    ) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         last = ""
-        while time.monotonic() < deadline and not stopping():  # type: ignore[operator]
+        while time.monotonic() < deadline and not stopping():
             for name, child in children.items():
                 if child.poll() is not None:
                     raise CommandError(f"The {name} process exited with code {child.returncode} during start-up.")
@@ -92,7 +95,7 @@ class Command(BaseCommand):
             except OSError as exc:
                 last = str(exc)
             time.sleep(0.5)
-        if not stopping():  # type: ignore[operator]
+        if not stopping():
             raise CommandError(f"Mnemo did not become healthy within {STARTUP_TIMEOUT}s ({last}); see the log above.")
 
     def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -36,7 +36,7 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {file}: {exc}") from exc
         name = "stdin" if file == "-" else Path(file).name
         actor = Actor(Revision.Actor.IMPORT, f"import_memories:{name}"[:200])
-        bars: list[tqdm] = []  # opened on the first note, once the file has been read as a package
+        bars: list[tqdm[NoReturn]] = []  # opened on the first note, once the file has been read as a package
 
         def progress(done: int, total: int) -> None:
             if not bars:
