@@ -5,7 +5,10 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
+        # Imported here: models and embedders need the app registry ready.
         from memory.embedders import validate_configuration
+        from memory.indexing import NOTES, register
 
         # A wrong or unavailable embedder is a start-up error, never a silent fallback.
         validate_configuration()
+        register(NOTES)

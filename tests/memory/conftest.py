@@ -31,11 +31,10 @@ def index_inline(mocker, django_capture_on_commit_callbacks):
     import logging
 
     from memory.embedders import EmbeddingUnavailable
-    from memory.indexing import index_notes
 
-    def run_inline(note_ids):
+    def run_inline(indexed, ids):
         try:
-            index_notes(note_ids)
+            indexed.index(ids)
         except EmbeddingUnavailable as exc:
             logging.getLogger(__name__).warning("inline indexing failed: %s", exc)
 
