@@ -400,14 +400,14 @@ def fill_bank(team: Any, agent: Any, external_id: str, notes: list[LabelledNote]
 def index_all(label: str, person: Any) -> None:
     """memory.indexing.NOTES.reconcile over every stale note: earlier benchmarks' unindexed notes too."""
     from memory.embedders import get_embedder
-    from memory.indexing import NOTES
+    from memory.indexing import NOTES as NOTE_INDEX
     from memory.models import Note
 
     mine = Note.objects.filter(bank__person=person)
-    total = own = NOTES.stale(get_embedder(), mine).count()
+    total = own = NOTE_INDEX.stale(get_embedder(), mine).count()
     start = time.perf_counter()
     with tqdm(total=total, desc=f"reconcile ({label})", leave=False, unit="note") as bar:
-        report = NOTES.reconcile(progress=bar.update, rows=mine)
+        report = NOTE_INDEX.reconcile(progress=bar.update, rows=mine)
     elapsed = time.perf_counter() - start
     assert not report.error, report.error
     assert report.indexed == total, report
