@@ -15,8 +15,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from accounts.exceptions import InvalidSlug, PersonIdTooLong, SlugTaken
 from accounts.models import Agent, ApiKey, Membership, Person, Team
-from config.exceptions import DomainError
 from config.text import InvalidText, TextKind, check_text
 
 KEY_SCHEME = "mnemo"
@@ -51,9 +51,9 @@ def parse_key(raw: str) -> tuple[str, str] | None:
 def create_team(*, slug: str, name: str = "") -> Team:
     slug = slugify(slug)
     if not slug:
-        raise DomainError("A team needs a slug of letters, digits or dashes.", field="slug")
+        raise InvalidSlug("A team needs a slug of letters, digits or dashes.", field="slug")
     if Team.objects.filter(slug=slug).exists():
-        raise DomainError(f"A team with slug {slug!r} already exists.", field="slug", code="conflict")
+        raise SlugTaken(f"A team with slug {slug!r} already exists.", field="slug")
     return Team.objects.create(slug=slug, name=name or slug)
 
 
@@ -67,9 +67,9 @@ def add_member(*, team: Team, user: AbstractBaseUser, role: str = Membership.Rol
 def create_agent(*, team: Team, slug: str, name: str = "", persona: str = "") -> Agent:
     slug = slugify(slug)
     if not slug:
-        raise DomainError("An agent needs a slug of letters, digits or dashes.", field="slug")
+        raise InvalidSlug("An agent needs a slug of letters, digits or dashes.", field="slug")
     if Agent.objects.filter(team=team, slug=slug).exists():
-        raise DomainError(f"Team {team.slug} already has an agent {slug!r}.", field="slug", code="conflict")
+        raise SlugTaken(f"Team {team.slug} already has an agent {slug!r}.", field="slug")
     return Agent.objects.create(team=team, slug=slug, name=name or slug, persona=persona)
 
 
@@ -121,7 +121,7 @@ def get_or_create_person(*, team: Team, external_id: str) -> Person:
     if not external_id:
         raise InvalidText("person must be a non-empty id.", field="person")
     if len(external_id) > 200:
-        raise DomainError("person is longer than 200 characters.", field="person", code="too_long")
+        raise PersonIdTooLong("person is longer than 200 characters.", field="person")
     person = Person.objects.filter(team=team, external_id=external_id).first()
     if person is not None:
         return person

@@ -15,6 +15,38 @@ from config.exceptions import DomainError
 
 logger = logging.getLogger(__name__)
 
+# The one table from error code to HTTP status. Domain errors carry only a code; the API's
+# exception handler and the MCP server answer with the status listed here. A code means one
+# thing everywhere, so it has one status: 400 `invalid` is malformed input, and a rule of the
+# domain that refuses well-formed input has its own code (422, or 409 when it is what is stored
+# that says no).
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid": 400,
+    "not_authenticated": 401,
+    "permission_denied": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "not_acceptable": 406,
+    "bank_full": 409,
+    "refused": 409,
+    "conflict": 409,
+    "too_large": 413,
+    "unsupported_media_type": 415,
+    "misdirected_request": 421,
+    "too_long": 422,
+    "unknown_ontology_id": 422,
+    "no_match": 422,
+    "plan_rejected": 422,
+    "throttled": 429,
+    "server_error": 500,
+    "memory_unavailable": 503,
+    "unavailable": 503,
+}
+
+
+def status_for(error: DomainError) -> int:
+    return STATUS_BY_CODE[error.code]
+
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
@@ -39,6 +71,7 @@ def _first_validation_error(detail: Any, path: str = "") -> tuple[str | None, st
     return path or None, str(detail)
 
 
+# The code for a DRF exception, which carries only a status (each pair is in STATUS_BY_CODE).
 _CODE_BY_STATUS = {
     400: "invalid",
     401: "not_authenticated",
@@ -54,7 +87,7 @@ _CODE_BY_STATUS = {
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
-        return Response(error_body(exc.code, exc.message, exc.field), status=exc.http_status)
+        return Response(error_body(exc.code, exc.message, exc.field), status=status_for(exc))
     if isinstance(exc, RequestDataTooBig):
         return Response(
             error_body("too_large", "The request body is too large."), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE

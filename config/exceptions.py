@@ -1,5 +1,7 @@
 """Domain errors. Services raise these, never HTTP errors; config.errors maps them to responses.
 
+A domain error carries a code, never an HTTP status: the one table from code to status is
+config.errors.STATUS_BY_CODE. Each app declares the errors it raises in its own exceptions.py.
 Kept free of DRF imports: services import it, and DRF's settings import the services' modules.
 """
 
@@ -10,21 +12,12 @@ class DomainError(Exception):
     """A rule of the domain refused an operation. Services raise these, never HTTP errors."""
 
     code = "invalid"
-    http_status = 422
 
-    def __init__(self, message: str, *, field: str | None = None, code: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
-        if code is not None:
-            self.code = code
 
 
 class NotFound(DomainError):
     code = "not_found"
-    http_status = 404
-
-
-class Conflict(DomainError):
-    code = "conflict"
-    http_status = 409

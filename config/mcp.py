@@ -1,8 +1,8 @@
 """The MCP server: the agent tools of memory.tools.REGISTRY, over stdio and streamable HTTP.
 
 One definition serves REST and MCP. The tool list, each tool's argument schema, the validation
-of a call (memory.api.parse_args), its handler and the error body (config.errors) are the ones
-`POST /api/v1/tools/<name>` uses, so the two cannot drift. Validation is deliberately left to
+of a call (memory.tools.Tool.parse), its handler and the error body and codes (config.errors) are
+the ones `POST /api/v1/tools/<name>` uses, so the two cannot drift. Validation is deliberately left to
 pydantic, not to the SDK's JSON-schema check, so a malformed call gets the REST error body too.
 
 - stdio: `manage.py mcp --agent-key KEY`; the key is checked at start-up and again on every
@@ -23,23 +23,23 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from rest_framework.exceptions import ValidationError
-from rest_framework.utils.encoders import JSONEncoder
 from starlette.requests import HTTPConnection
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
 from config.bodylimit import read_body, replaying
-from config.errors import api_exception_handler, error_body
+from config.errors import STATUS_BY_CODE, error_body
+from config.exceptions import DomainError
 from config.ratelimit import api_key_retry_after, api_key_throttled
 from config.text import MAX_JSON_DEPTH
-from memory.api import parse_args, refuse_tool_call
+from memory.exceptions import InvalidArguments
 from memory.tools import REGISTRY, ToolContext
 
 logger = logging.getLogger(__name__)
@@ -83,17 +83,16 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
     context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
     try:
         try:
-            args = parse_args(tool, arguments)
-        except ValidationError as exc:
-            refuse_tool_call(context, tool, arguments, exc)
+            args = tool.parse(arguments)
+        except InvalidArguments as exc:
+            tool.refuse(context, arguments, message=exc.message, field=exc.field)
             raise
         return tool.run(context, args), False
-    except Exception as exc:  # the outermost edge of an MCP call: map it as the REST handler does, or log it
-        response = api_exception_handler(exc, {})
-        if response is None:
-            logger.exception("The MCP tool %s failed", name)
-            return error_body("server_error", "Mnemo failed to handle this call; it is logged."), True
-        return response.data, True
+    except DomainError as exc:  # the body REST answers for it
+        return error_body(exc.code, exc.message, exc.field), True
+    except Exception:  # the outermost edge of an MCP call: log it
+        logger.exception("The MCP tool %s failed", name)
+        return error_body("server_error", "Mnemo failed to handle this call; it is logged."), True
 
 
 def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
@@ -110,7 +109,7 @@ def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
 
 def _call_result(body: dict[str, Any], is_error: bool) -> types.CallToolResult:
-    text = json.dumps(body, cls=JSONEncoder, ensure_ascii=False)
+    text = json.dumps(body, cls=DjangoJSONEncoder, ensure_ascii=False)
     if is_error:
         # The error body travels as text only: structured content must match the tool's output schema.
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
@@ -129,7 +128,7 @@ def build_server(*, agent_key: str | None = None) -> Server[Any, Any]:
     async def list_tools() -> list[types.Tool]:
         return mcp_tools()
 
-    @server.call_tool(validate_input=False)  # parse_args validates, so errors keep the REST shape
+    @server.call_tool(validate_input=False)  # Tool.parse validates, so errors keep the REST shape
     async def handle_call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         if agent_key is not None:
 
@@ -155,12 +154,13 @@ async def serve_stdio(agent_key: str) -> None:
 # --- HTTP ---------------------------------------------------------------------------------------
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
-    raw = json.dumps(body).encode()
+async def _send_error(send: Send, code: str, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    """An error in the API's shape, with the status config.errors gives its code."""
+    raw = json.dumps(error_body(code, message)).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": STATUS_BY_CODE[code],
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode()), *headers],
         }
     )
@@ -256,32 +256,32 @@ class McpMount:
         refused = await self.header_check.validate_request(HTTPConnection(scope), is_post=False)
         if refused is not None:
             code, message = _REFUSED_HEADER.get(refused.status_code, ("invalid", bytes(refused.body).decode()))
-            await _send_json(send, refused.status_code, error_body(code, message), [])
+            await _send_error(send, code, message, [])
             return
         challenge = [(b"www-authenticate", b'Bearer realm="mnemo"')]
         raw_key = _bearer_key(scope)
         if raw_key is None:
             message = "Send the API key as `Authorization: Bearer <key>`."
-            await _send_json(send, 401, error_body("not_authenticated", message), challenge)
+            await _send_error(send, "not_authenticated", message, challenge)
             return
         api_key = await _in_thread(authenticate_key)(raw_key)
         if api_key is None:
-            await _send_json(send, 401, error_body("not_authenticated", NOT_AUTHENTICATED), challenge)
+            await _send_error(send, "not_authenticated", NOT_AUTHENTICATED, challenge)
             return
         wait = await _in_thread(api_key_retry_after)(api_key)
         if wait:
             message = str(api_key_throttled(wait).detail)
-            await _send_json(send, 429, error_body("throttled", message), [(b"retry-after", str(wait).encode())])
+            await _send_error(send, "throttled", message, [(b"retry-after", str(wait).encode())])
             return
         if not self.serving:
             message = "The MCP endpoint needs the ASGI lifespan; run the server with it on (uvicorn's default)."
-            await _send_json(send, 503, error_body("unavailable", message), [])
+            await _send_error(send, "unavailable", message, [])
             return
         body = await read_body(receive)
         if body is None:
             return
         if scope["method"] == "POST" and (problem := _nesting_problem(body)):
-            await _send_json(send, 400, error_body("invalid", problem), [])
+            await _send_error(send, "invalid", problem, [])
             return
         await self.sessions.handle_request({**scope, API_KEY_SCOPE: api_key}, replaying(body, receive), send)
 

@@ -14,20 +14,38 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
-# What each error status means, with the codes it carries (config.errors and the domain exceptions).
+from config.errors import STATUS_BY_CODE
+
+# What each code the API answers means; the status each one carries comes from config.errors.STATUS_BY_CODE.
+CODE_MEANINGS: dict[str, str] = {
+    "invalid": "malformed input (a parameter, a path value or the body); `field` names it",
+    "not_authenticated": "the API key is missing, unknown, revoked or malformed",
+    "permission_denied": "the key may not do this (an admin-capable key is needed)",
+    "not_found": "nothing with this id in the key's team",
+    "bank_full": "the bank latched FULL: offer to drop something",
+    "refused": "a bounded bank kept what it holds; the message names the weakest note",
+    "conflict": "the write conflicts with what is stored, e.g. a turn that already has its reply",
+    "too_large": "the request body is over the limit",
+    "unsupported_media_type": "send the body as application/json",
+    "too_long": "a cap; the message names the field and its limit",
+    "unknown_ontology_id": "Use an exact ontology id.",
+    "no_match": "the text to find does not occur in the note",
+    "throttled": "too many requests for this key; retry after the Retry-After header's seconds",
+    "memory_unavailable": "the memory store failed while composing and the operator chose to fail hard",
+}
+
+
+def _describe(status: int) -> str:
+    codes = [code for code, code_status in STATUS_BY_CODE.items() if code_status == status and code in CODE_MEANINGS]
+    if len(codes) == 1:
+        return f"`{codes[0]}`: {CODE_MEANINGS[codes[0]]}."
+    described = [f"`{code}` ({CODE_MEANINGS[code]})" for code in codes]
+    return f"{', '.join(described[:-1])} or {described[-1]}."
+
+
+# What each error status means, with the codes it carries.
 ERROR_DESCRIPTIONS: dict[int, str] = {
-    400: "`invalid`: malformed input (a parameter, a path value or the body); `field` names it.",
-    401: "`not_authenticated`: the API key is missing, unknown, revoked or malformed.",
-    403: "`permission_denied`: the key may not do this (an admin-capable key is needed).",
-    404: "`not_found`: nothing with this id in the key's team.",
-    409: "`bank_full` (the bank latched FULL: offer to drop something) or `refused` (a bounded bank kept "
-    "what it holds; the message names the weakest note).",
-    413: "`too_large`: the request body is over the limit.",
-    415: "`unsupported_media_type`: send the body as application/json.",
-    422: "`too_long` (a cap; the message names the field and its limit), `unknown_ontology_id` "
-    "(Use an exact ontology id.) or another rule of the domain.",
-    429: "`throttled`: too many requests for this key; retry after the Retry-After header's seconds.",
-    503: "`memory_unavailable`: the memory store failed while composing and the operator chose to fail hard.",
+    status: _describe(status) for status in (400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 }
 
 

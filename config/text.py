@@ -51,7 +51,6 @@ class TextKind(enum.Enum):
 
 class InvalidText(DomainError):
     code = "invalid"
-    http_status = 400
 
 
 def _describe(ch: str) -> str:

@@ -5,7 +5,7 @@ class ConversationsConfig(AppConfig):
     name = "conversations"
 
     def ready(self) -> None:
-        # Imported here: these modules need the app registry ready.
+        # Imported once the app registry is ready, as Django asks of ready(); apps.py loads before it.
         # Registers recent_messages and search_conversation beside the memory tools.
         from conversations import tools  # noqa: F401
         from conversations.indexing import MESSAGES

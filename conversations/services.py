@@ -8,14 +8,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max, QuerySet, Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from config.exceptions import Conflict
 from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
-from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong
+from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, Turn
 from memory.queries import TurnContext
@@ -162,6 +162,37 @@ def update_summary(*, conversation: Conversation, summary: str, through_order: i
     return conversation
 
 
+def record_curation(*, conversation: Conversation, through_order: int, outcome: str) -> None:
+    """A curator pass read the messages through through_order: move its watermark there, count what
+    accrued since (for the next threshold), and say how it went. Runs inside the pass's transaction."""
+    remaining = Message.objects.filter(team_id=conversation.team_id, conversation=conversation, order__gt=through_order)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        curated_through=through_order,
+        exchanges_since_curation=remaining.filter(role=Message.Role.ASSISTANT).count(),
+        chars_since_curation=remaining.aggregate(total=Sum(Length("content")))["total"] or 0,
+        curation_pending=False,
+        last_curated_at=timezone.now(),
+        last_curation_outcome=outcome[:500],
+    )
+
+
+def record_nothing_to_curate(*, conversation: Conversation) -> None:
+    """A curator pass found no message after the watermark: nothing is pending any more."""
+    Conversation.objects.filter(pk=conversation.pk).update(curation_pending=False)
+
+
+def record_curation_failure(*, conversation: Conversation, error: str) -> None:
+    """The provider failed: the conversation stays pending (the task retries), and says why."""
+    Conversation.objects.filter(pk=conversation.pk).update(last_curation_outcome=f"failed: {error}"[:500])
+
+
+def request_curations_again(*, conversation_ids: list[int], requested_at: datetime) -> None:
+    """Passes that were due but never ran are requested anew (the catch-up enqueues them)."""
+    Conversation.objects.filter(pk__in=conversation_ids).update(
+        curation_pending=True, curation_requested_at=requested_at
+    )
+
+
 @dataclass
 class TurnResult:
     turn: Turn
@@ -225,7 +256,7 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
     locked = Turn.objects.select_for_update().get(pk=turn.pk)
     if locked.reply_id is not None:
-        raise Conflict("This turn already has a reply; start a new turn for the next message.", field="turn")
+        raise TurnAlreadyAnswered("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation
     reply = record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=content)
     locked.reply = reply

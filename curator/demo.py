@@ -21,8 +21,9 @@ from conversations.models import Conversation, Message
 from conversations.services import conversation_for, end_conversation, record_message
 from curator.providers import ProviderError, get_provider
 from curator.services import curate_conversation
+from memory.banks import bank_id_for
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, bank_id_for, get_or_create_bank, update_bank_settings
+from memory.services import Actor, get_or_create_bank, update_bank_settings
 
 CAPACITY = 8
 

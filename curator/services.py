@@ -12,13 +12,19 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum
-from django.db.models.functions import Length
+from django.db.models import Q
 from django.utils import timezone
 
 from config.exceptions import DomainError
 from conversations.models import Conversation, Message
-from conversations.services import update_summary
+from conversations.services import (
+    record_curation,
+    record_curation_failure,
+    record_nothing_to_curate,
+    request_curations_again,
+    update_summary,
+)
+from curator.exceptions import PlanRejected
 from curator.models import ProviderCall
 from curator.providers import (
     ChatLine,
@@ -32,7 +38,18 @@ from curator.providers import (
 from curator.schemas import AppendDailyOp, ConsolidationPlan, ForgetOp, RememberOp
 from memory.models import Bank, Note, Revision
 from memory.queries import build_digest
-from memory.services import Actor, append_daily, delete_note, forget, latch_full, merge_notes, remember
+from memory.services import (
+    Actor,
+    append_daily,
+    delete_note,
+    forget,
+    latch_full,
+    merge_notes,
+    record_consolidation,
+    record_consolidation_failure,
+    remember,
+    request_consolidations_again,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +97,7 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
         )
     )
     if not new:
-        Conversation.objects.filter(pk=conversation.pk).update(curation_pending=False)
+        record_nothing_to_curate(conversation=conversation)
         return "skipped: nothing new since the last pass"
     through = new[-1].order
     provider = provider or get_provider()
@@ -98,7 +115,7 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
             team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
             error=str(exc), task_id=task_id, conversation_id=conversation.pk,
         )  # fmt: skip
-        Conversation.objects.filter(pk=conversation.pk).update(last_curation_outcome=f"failed: {exc}"[:500])
+        record_curation_failure(conversation=conversation, error=str(exc))
         logger.warning("curation of conversation %s failed: %s", conversation.pk, exc)
         raise
     _record_call(
@@ -122,18 +139,10 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
                 logger.info("curator operation refused in conversation %s: %s", conversation.pk, exc.message)
         if plan.summary is not None:
             update_summary(conversation=locked, summary=plan.summary, through_order=through)
-        remaining = Message.objects.filter(team_id=locked.team_id, conversation=locked, order__gt=through)
         outcome = f"read {len(new)} messages; applied {applied} operation(s)" + (
             f"; refused {len(refused)}: " + " | ".join(refused) if refused else ""
         )
-        Conversation.objects.filter(pk=locked.pk).update(
-            curated_through=through,
-            exchanges_since_curation=remaining.filter(role=Message.Role.ASSISTANT).count(),
-            chars_since_curation=remaining.aggregate(total=Sum(Length("content")))["total"] or 0,
-            curation_pending=False,
-            last_curated_at=timezone.now(),
-            last_curation_outcome=outcome[:500],
-        )
+        record_curation(conversation=locked, through_order=through, outcome=outcome)
     return outcome
 
 
@@ -154,10 +163,6 @@ def _apply(op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation
 
 
 # --- consolidation ----------------------------------------------------------------------------
-
-
-class PlanRejected(DomainError):
-    code = "plan_rejected"
 
 
 def _note_view(note: Note) -> dict[str, object]:
@@ -214,7 +219,7 @@ def consolidate_bank(*, bank_pk: int, task_id: str = "", provider: LLMProvider |
             team_id=bank.team_id, purpose="consolidate", usage=None, provider=provider, outcome="failed",
             error=str(exc), task_id=task_id, bank_id=bank.pk,
         )  # fmt: skip
-        Bank.objects.filter(pk=bank.pk).update(last_consolidation_outcome=f"failed: {exc}"[:500])
+        record_consolidation_failure(bank=bank, error=str(exc))
         raise
     _record_call(
         team_id=bank.team_id, purpose="consolidate", usage=usage, provider=provider, outcome="ok",
@@ -251,9 +256,7 @@ def consolidate_bank(*, bank_pk: int, task_id: str = "", provider: LLMProvider |
             outcome = f"{verdict}; still {count} notes over the soft limit {locked.soft_limit}: latched FULL"
         else:
             outcome = f"{verdict}; {count} notes (target {target}, soft limit {locked.soft_limit})"
-        Bank.objects.filter(pk=locked.pk).update(
-            consolidation_pending=False, last_consolidation_at=timezone.now(), last_consolidation_outcome=outcome[:500]
-        )
+        record_consolidation(bank=locked, outcome=outcome)
     logger.info("consolidated %s: %s", bank.bank_id, outcome)
     return outcome
 
@@ -283,6 +286,6 @@ def claim_stale_jobs() -> tuple[list[int], list[int]]:
     """Mark stale jobs as requested now (so the next catch-up waits again) and return them to enqueue."""
     conversations, banks = stale_jobs()
     now = timezone.now()
-    Conversation.objects.filter(pk__in=conversations).update(curation_pending=True, curation_requested_at=now)
-    Bank.objects.filter(pk__in=banks).update(consolidation_requested_at=now)
+    request_curations_again(conversation_ids=conversations, requested_at=now)
+    request_consolidations_again(bank_ids=banks, requested_at=now)
     return conversations, banks

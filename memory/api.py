@@ -9,7 +9,6 @@ from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from pydantic import ValidationError as PydanticValidationError
 from rest_framework import exceptions, serializers
 from rest_framework.generics import ListAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -20,11 +19,13 @@ from rest_framework.views import APIView
 
 from accounts.models import Person
 from config.errors import api_exception_handler
+from config.exceptions import DomainError
 from config.fields import IntegerField
 from config.parsers import RefusedDocument
 from config.schema import error_responses
-from config.text import find_unstorable, parse_id
+from config.text import parse_id
 from memory import packages, services
+from memory.exceptions import InvalidArguments
 from memory.models import Bank, Note, Revision
 from memory.package_format import MemoryPackage
 from memory.serializers import BankOutput, NoteOutput, RevisionOutput
@@ -39,43 +40,16 @@ def tool_context(request: Request) -> ToolContext:
     )
 
 
-def parse_args(tool: Tool, data: Any) -> Any:
-    """The tool's arguments, or a ValidationError naming the first bad field. REST and MCP both parse here."""
-    if not isinstance(data, dict):
-        raise exceptions.ValidationError({"non_field_errors": ["The body must be a JSON object of arguments."]})
-    # REST bodies were checked by the parser already; MCP arguments arrive here unchecked.
-    if (problem := find_unstorable(data)) is not None:
-        raise exceptions.ValidationError({problem.field: [problem.message]})
-    try:
-        return tool.args.model_validate(data)
-    except PydanticValidationError as exc:
-        first = exc.errors()[0]
-        location = ".".join(str(part) for part in first["loc"]) or "body"
-        # Our own validators' messages (config.text) read better without "Value error, " before them.
-        message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
-        raise exceptions.ValidationError({location: [message]}) from None
-
-
-def error_body_of(exc: exceptions.APIException) -> dict[str, Any]:
+def error_body_of(exc: exceptions.APIException | DomainError) -> dict[str, Any]:
     """The {"code", "message", "field"?} the API answers for exc."""
     response = api_exception_handler(exc, {})
     return response.data["error"] if response is not None else {"code": "invalid", "message": str(exc)}
 
 
-def refuse_tool_call(ctx: ToolContext, tool: Tool, arguments: Any, exc: exceptions.APIException) -> None:
-    """A writing tool's call refused before the write path (malformed arguments or body) is still a
-    refused write: log it in the revision log like the refusals the write path logs itself."""
-    if not tool.writes:
-        return
+def refuse_tool_call(ctx: ToolContext, tool: Tool, arguments: Any, exc: exceptions.APIException | DomainError) -> None:
+    """A writing tool's call refused before the write path, logged as Tool.refuse does."""
     error = error_body_of(exc)
-    services.record_refused_call(
-        team=ctx.team,
-        actor=ctx.actor,
-        operation=tool.name,
-        arguments=arguments,
-        message=error["message"],
-        field=error.get("field"),
-    )
+    tool.refuse(ctx, arguments, message=error["message"], field=error.get("field"))
 
 
 def _openai_tool(tool: Tool) -> dict[str, Any]:
@@ -145,8 +119,8 @@ class ToolCallApi(APIView):
         data: Any = NOT_READ
         try:
             data = request.data
-            args = parse_args(self.tool, data)
-        except exceptions.APIException as exc:  # a body that is not JSON, not an object, or bad arguments
+            args = self.tool.parse(data)
+        except (exceptions.APIException, InvalidArguments) as exc:  # a body that is not JSON, or bad arguments
             refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
             raise
         return Response(self.tool.run(context, args))

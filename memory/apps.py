@@ -5,7 +5,7 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
-        # Imported here: models and embedders need the app registry ready.
+        # Imported once the app registry is ready, as Django asks of ready(); apps.py loads before it.
         from memory.embedders import validate_configuration
         from memory.indexing import NOTES, register
 

@@ -5,36 +5,37 @@ from config.exceptions import DomainError
 
 class InvalidNote(DomainError):
     code = "invalid"
-    http_status = 400
+
+
+class InvalidArguments(DomainError):
+    """A tool call whose arguments are malformed: not an object, text no field can take, or a bad field."""
+
+    code = "invalid"
 
 
 class TooLong(DomainError):
     code = "too_long"
-    http_status = 422
 
 
 class UnknownOntologyId(DomainError):
     code = "unknown_ontology_id"
-    http_status = 422
 
 
 class BankFull(DomainError):
     code = "bank_full"
-    http_status = 409
 
 
 class Refused(DomainError):
     """A bounded bank judged the new note worth less than the weakest note it holds."""
 
     code = "refused"
-    http_status = 409
 
 
 class NoteNotFound(DomainError):
     code = "not_found"
-    http_status = 404
 
 
 class EditMismatch(DomainError):
-    code = "invalid"
-    http_status = 422
+    """find_replace was given text the note does not contain: well-formed input the note refuses."""
+
+    code = "no_match"

@@ -44,6 +44,7 @@ from accounts.services import get_or_create_person
 from config.exceptions import DomainError, NotFound
 from config.text import find_unstorable
 from memory import services
+from memory.banks import bank_id_for, bank_kind_for
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.package_format import (
@@ -56,6 +57,7 @@ from memory.package_format import (
     format_error,
     is_shape_error,
 )
+from memory.validation import validate_scope
 
 Progress = Callable[[int, int], None]  # (notes done, notes in the package)
 
@@ -299,14 +301,14 @@ def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, 
     """The remember arguments (bank, scope, person) for an entry whose bank_kind and scope are
     well formed, and the bank id they lead to."""
     which = entry.bank_kind
-    scope = services.validate_scope(entry.scope)
-    kind = services.bank_kind_for(which, scope)
+    scope = validate_scope(entry.scope)
+    kind = bank_kind_for(which, scope)
     external_id = None
     if kind != Bank.Kind.SHARED:
         if not isinstance(entry.person, str) or not entry.person.strip():
             raise InvalidNote(f"A {which} bank needs the person's id.", field="person")
         external_id = entry.person.strip()
-    bank_id = services.bank_id_for(kind, Person(external_id=external_id) if external_id else None, scope)
+    bank_id = bank_id_for(kind, Person(external_id=external_id) if external_id else None, scope)
     if entry.bank_id is not None and entry.bank_id != bank_id:
         raise InvalidNote(
             f"Bank id {entry.bank_id!r} does not match its kind, person and scope, which give {bank_id!r}; "

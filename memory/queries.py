@@ -12,12 +12,14 @@ from django.utils import timezone
 from rank_bm25 import BM25Plus
 
 from accounts.models import Agent, Person, Team
+from memory import vectors  # the module, not its function: tests replace vectors.similarities
+from memory.banks import applicable_banks
 from memory.exceptions import UnknownOntologyId
 from memory.framing import DIGEST_HEADER, json_line
-from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, Note, OntologyNode
-from memory.services import applicable_banks, check_scope_refs, validate_scope
+from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, OntologyNode
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
+from memory.validation import check_scope_refs, validate_scope
 
 # --- applicability ----------------------------------------------------------------------------
 
@@ -125,6 +127,14 @@ def visible_notes(
         ]
         per_bank.append(applicable)
     return Visible(banks=banks, notes=shadow(per_bank))
+
+
+def muted_categories(*, person: Person, agent: Agent) -> set[str]:
+    return set(
+        CategoryMute.objects.filter(team_id=person.team_id, person=person, agent=agent).values_list(
+            "category", flat=True
+        )
+    )
 
 
 # --- the digest -------------------------------------------------------------------------------
@@ -296,15 +306,13 @@ def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: str = "hybri
     one. mode "bm25" or "vector" ranks by one signal alone (the benchmark compares all three).
     Vectors that cannot be computed now (embedder down) leave BM25 alone and say so.
     """
-    from memory.vectors import similarities
-
     if mode != "vector":
         keyword, model = _bm25_hits(team, notes, query)
     else:
         keyword, model = [], None
     if mode == "bm25":
         return Ranked(keyword)
-    found = similarities(team=team, notes=notes, query=query)
+    found = vectors.similarities(team=team, notes=notes, query=query)
     degraded = ["vectors"] if found.degraded else []
     by_id = {note.pk: note for note in notes}
     if mode == "vector":

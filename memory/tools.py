@@ -14,13 +14,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
-from config.text import INT64_MAX, Identifier, Line, Text
+from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
 from memory import queries, services
-from memory.exceptions import NoteNotFound
+from memory.banks import applicable_banks
+from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
+from memory.validation import validate_scope
 
 
 @dataclass(frozen=True)
@@ -332,9 +335,7 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
         .unmuted_for(ctx.agent, person=person)
         .select_related("bank")
         .filter(pk=note_id)
-        .filter(
-            bank__in=services.applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all())
-        )
+        .filter(bank__in=applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all()))
         .first()
     )
     if note is None:
@@ -344,7 +345,7 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
 
 def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
     person = _person(ctx, args)
-    note = reachable_note(ctx, person, services.validate_scope(args.scope), args.id)
+    note = reachable_note(ctx, person, validate_scope(args.scope), args.id)
     result = services.edit_note(note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content)
     return _write_out(result)
 
@@ -413,6 +414,36 @@ class Tool:
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
         return {"name": self.name, "description": self.description, "parameters": self.args.model_json_schema()}
+
+    def parse(self, data: Any) -> ToolArgs:
+        """The call's arguments, or InvalidArguments naming the first bad field. REST and MCP both parse here."""
+        if not isinstance(data, dict):
+            raise InvalidArguments("The body must be a JSON object of arguments.")
+        # REST bodies were checked by the parser already; MCP arguments arrive here unchecked.
+        if (problem := find_unstorable(data)) is not None:
+            raise _invalid_argument(problem.field, problem.message)
+        try:
+            return self.args.model_validate(data)
+        except PydanticValidationError as exc:
+            first = exc.errors()[0]
+            location = ".".join(str(part) for part in first["loc"]) or "body"
+            # Our own validators' messages (config.text) read better without "Value error, " before them.
+            message = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]
+            raise _invalid_argument(location, message) from None
+
+    def refuse(self, ctx: ToolContext, arguments: Any, *, message: str, field: str | None = None) -> None:
+        """A writing tool's call refused before the write path (malformed arguments or body) is still a
+        refused write: log it in the revision log like the refusals the write path logs itself."""
+        if not self.writes:
+            return
+        services.record_refused_call(
+            team=ctx.team, actor=ctx.actor, operation=self.name, arguments=arguments, message=message, field=field
+        )
+
+
+def _invalid_argument(field: str, message: str) -> InvalidArguments:
+    # Worded as the API words every malformed field (config.errors): the message starts with the field.
+    return InvalidArguments(f"{field}: {message}" if field else message, field=field or None)
 
 
 REGISTRY: dict[str, Tool] = {}

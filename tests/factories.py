@@ -1,8 +1,18 @@
+"""Data builders for tests, each defined here once: model factories, a note's fields, a recorded chat.
+
+Fixtures (tenants, `person`, `conversation`, `actor`, inline indexing) are in tests/fixtures.py.
+"""
+
 from __future__ import annotations
 
+from datetime import timedelta
+
 import factory
+from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
+from conversations.models import Conversation, Message
+from conversations.services import record_message
 
 
 class TeamFactory(factory.django.DjangoModelFactory):
@@ -28,3 +38,26 @@ class PersonFactory(factory.django.DjangoModelFactory):
 
     team = factory.SubFactory(TeamFactory)
     external_id = factory.Sequence(lambda n: f"person-{n}")
+
+
+def note_fields(**overrides: object) -> dict[str, object]:
+    """A note's key, description and content for the write path (Ada's home city unless overridden)."""
+    fields = {"key": "home-city", "description": "Where the person lives", "content": "Ada lives in Oslo."}
+    fields.update(overrides)
+    return fields
+
+
+def chat(conversation: Conversation, pairs: list[tuple[str, str]], *, days_ago: int = 0) -> list[Message]:
+    """Record (person, agent) exchanges in order, spaced a minute apart, the last one ending
+    about a minute before now (`days_ago` days earlier with it). Returns the messages recorded."""
+    start = timezone.now() - timedelta(days=days_ago, minutes=len(pairs) * 2 + 1)
+    recorded = []
+    for index, (said, replied) in enumerate(pairs):
+        at = start + timedelta(minutes=2 * index)
+        recorded.append(record_message(conversation=conversation, role="user", content=said, created_at=at))
+        recorded.append(
+            record_message(
+                conversation=conversation, role="assistant", content=replied, created_at=at + timedelta(seconds=30)
+            )
+        )
+    return recorded

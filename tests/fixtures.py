@@ -1,15 +1,24 @@
-"""Shared fixtures: tenants, authenticated API clients, and a real Celery worker."""
+"""The fixtures and helpers every test shares, each defined here once: tenants and their API
+clients, a person with a conversation, the write path's actor, indexing inline, a signed-in lens,
+a real Celery worker, and the ASGI app under uvicorn.
+
+Data builders without pytest machinery (factories, note fields, a recorded chat) are in
+tests/factories.py.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -19,11 +28,18 @@ import httpx
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts.models import Agent, Team
+from accounts.models import Agent, Person, Team
 from accounts.services import IssuedKey, issue_api_key
-from tests.factories import AgentFactory, TeamFactory
+from conversations.models import Conversation
+from conversations.services import start_conversation
+from memory.models import Revision
+from memory.services import Actor
+from tests.factories import AgentFactory, PersonFactory, TeamFactory
+
+logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 _worker_numbers = count(1)
@@ -68,6 +84,87 @@ def admin_tenant(db: None) -> Tenant:
 @pytest.fixture
 def api(tenant: Tenant) -> APIClient:
     return tenant.client
+
+
+# --- the people and conversations most tests are about ----------------------------------------
+
+
+@pytest.fixture
+def person(tenant: Tenant) -> Person:
+    """Ada, a person of the tenant's team (her banks are user:ada, user:ada:<scope>)."""
+    return PersonFactory(team=tenant.team, external_id="ada")
+
+
+@pytest.fixture
+def conversation(tenant: Tenant, person: Person) -> Conversation:
+    """The tenant's agent talking with Ada."""
+    return start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+
+
+@pytest.fixture
+def actor(tenant: Tenant) -> Actor:
+    """The tenant's agent as the write path's actor, within request req-1."""
+    return Actor(Revision.Actor.AGENT, tenant.agent.slug, "req-1")
+
+
+# --- indexing: inline, or nowhere --------------------------------------------------------------
+
+
+@pytest.fixture
+def index_inline(mocker: Any, django_capture_on_commit_callbacks: Any) -> Callable[[], Any]:
+    """Run the after-commit indexing of notes and messages inline, as a worker would.
+
+    Use `with index_inline(): ...` around the writes; their indexing runs when the block ends. An
+    embedder failure is logged and left for the retry and the reconciler, as the Celery tasks do.
+    """
+    from memory.embedders import EmbeddingUnavailable
+    from memory.indexing import IndexedModel
+
+    def run_inline(indexed: IndexedModel, ids: list[int]) -> None:
+        try:
+            indexed.index(ids)
+        except EmbeddingUnavailable as exc:
+            logger.warning("inline indexing failed: %s", exc)
+
+    mocker.patch("memory.indexing.dispatch", side_effect=run_inline)  # the one seam, for every indexed model
+
+    def capture() -> Any:
+        return django_capture_on_commit_callbacks(execute=True)
+
+    return capture
+
+
+@pytest.fixture
+def no_broker(mocker: Any) -> None:
+    """Writes that commit for real send their after-commit indexing nowhere (not to the broker);
+    the test calls the indexing itself."""
+    mocker.patch("memory.indexing.dispatch")
+
+
+# --- the lens and the demo ---------------------------------------------------------------------
+
+HTMX = {"HX-Request": "true"}
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def lens_user(django_user_model: Any, person: Person) -> Any:
+    """Ada's login ("ada-login"), linked to her person: the lens shows her what is remembered."""
+    user = django_user_model.objects.create_user("ada-login", password=PASSWORD)
+    person.user = user
+    person.save(update_fields=["user"])
+    return user
+
+
+@pytest.fixture
+def lens_client(client: Client, lens_user: Any) -> Client:
+    client.force_login(lens_user)
+    return client
+
+
+@pytest.fixture
+def demo_on(settings: Any) -> None:
+    settings.DEMO_ENABLED = True
 
 
 def database_url_for_subprocesses() -> str:
@@ -134,12 +231,7 @@ def run_celery_worker(
                 )
         yield WorkerProcess(process, log_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=20)
         log.close()
 
 
@@ -148,6 +240,16 @@ def celery_worker_process(transactional_db: None) -> Iterator[subprocess.Popen[s
     """A real `celery worker` process (one at a time) on this run's queue, connected to the *test* database."""
     with run_celery_worker() as worker:
         yield worker.process
+
+
+def stop_process(process: subprocess.Popen[Any], *, timeout: float) -> None:
+    """Ask a child to stop, and kill it if it has not within `timeout` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def subprocess_env() -> dict[str, str]:
@@ -179,8 +281,12 @@ class LiveServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def log(self) -> str:
-        return self.log_path.read_text()
+    def log(self, since: int = 0) -> str:
+        """The server's output, from the character `since` on (a `log_size()` taken earlier)."""
+        return self.log_path.read_text()[since:]
+
+    def log_size(self) -> int:
+        return len(self.log_path.read_text())
 
 
 @contextmanager
@@ -212,20 +318,46 @@ def serve_asgi(name: str, **env_overrides: str) -> Iterator[LiveServer]:
                 time.sleep(0.1)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=15)
         log.close()
 
 
-@pytest.fixture(scope="module")
-def web_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach."""
-    with django_db_blocker.unblock(), serve_asgi("web", API_RATE="1000000/min") as server:
-        yield server.url
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveServer]:
+    """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach.
+
+    One for the whole run (starting uvicorn is the slow part), shared by the MCP, client, hostile
+    input and fuzzing tests; every test there has its own tenant, so none sees another's data.
+    Tests that need other settings start their own with serve_asgi.
+    """
+    with ExitStack() as stack:
+        # Unblocked only while it starts: the tests that use it say themselves what database access they need.
+        with django_db_blocker.unblock():
+            server = stack.enter_context(serve_asgi("web", API_RATE="1000000/min"))
+        yield server
+    # The test database is dropped next, which Postgres refuses while uvicorn's sessions linger.
+    with django_db_blocker.unblock():
+        wait_for_other_sessions_to_end()
+
+
+def wait_for_other_sessions_to_end(deadline: float = 30.0) -> None:
+    """Return once this connection is the only session on the test database (Postgres ends the
+    sessions of a stopped process a moment after it exits), or after `deadline` seconds."""
+    give_up = time.monotonic() + deadline
+    with connection.cursor() as cursor:
+        while time.monotonic() < give_up:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0] == 0:
+                return
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def web_server(asgi_server: LiveServer) -> str:
+    """asgi_server's base URL."""
+    return asgi_server.url
 
 
 def wait_until(condition: Callable[[], object], *, worker: subprocess.Popen[str], what: str) -> None:
@@ -250,3 +382,16 @@ def wait_for_worker_to_drain(worker: subprocess.Popen[str]) -> None:
     name = f"drain-{uuid.uuid4().hex[:8]}"
     record_heartbeat.delay(name=name)
     wait_until(Heartbeat.objects.filter(name=name).exists, worker=worker, what="a heartbeat sent after the others")
+
+
+def in_own_thread[T](fn: Callable[[], T]) -> T:
+    """Run fn in a thread of its own and return what it returns: once a browser test has run,
+    pytest-playwright keeps an event loop running in the test thread, and asyncio.run() refuses
+    to nest in it."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn).result()
+
+
+def run_async[T](scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run an async scenario to its end in a loop of its own (see in_own_thread)."""
+    return in_own_thread(lambda: asyncio.run(scenario()))

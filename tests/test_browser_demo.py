@@ -1,6 +1,8 @@
 import pytest
 from playwright.sync_api import Page, expect
 
+pytestmark = pytest.mark.usefixtures("demo_on")
+
 
 def say(page: Page, text: str) -> None:
     """Send one message and wait until htmx has swapped in the answer to it.
@@ -16,11 +18,6 @@ def say(page: Page, text: str) -> None:
     expect(said).to_have_count(before + 1)
     expect(said.last).to_have_text(f"You {text}")
     expect(page.locator("#demo-message")).to_have_value("")
-
-
-@pytest.fixture(autouse=True)
-def _demo_on(settings):
-    settings.DEMO_ENABLED = True
 
 
 @pytest.mark.browser

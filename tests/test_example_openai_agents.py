@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -12,6 +11,7 @@ from examples import openai_agents
 from memory.models import Note
 from memory.tools import REGISTRY
 from tests.curator.chat_server import Script, chat_server
+from tests.fixtures import in_own_thread
 
 
 def tool_call(call_id: str, name: str, arguments: dict) -> dict:
@@ -30,9 +30,7 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
             argv, input_fn=lambda p: "", print_fn=lambda *a, **kw: printed.append(" ".join(a)), env=env
         )
 
-    # asyncio.run() in a thread of its own: pytest-playwright may keep a loop running in this one.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(main).result(), printed
+    return in_own_thread(main), printed  # it runs asyncio.run()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
@@ -24,7 +22,7 @@ from accounts.services import revoke_api_key
 from config.mcp import build_server
 from memory.models import Note
 from memory.tools import REGISTRY
-from tests.fixtures import ROOT, WORKER_DEADLINE, subprocess_env
+from tests.fixtures import ROOT, WORKER_DEADLINE, run_async, subprocess_env
 
 HOME = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
 
@@ -37,13 +35,6 @@ def rest_tools(tenant) -> dict[str, dict[str, Any]]:
 
 def body(result) -> dict[str, Any]:
     return json.loads(result.content[0].text)
-
-
-def run_in_own_loop(coroutine: Any) -> None:
-    """Run a client scenario in a thread of its own: once a browser test has run, pytest-playwright
-    keeps an event loop running in the test thread, and asyncio.run() refuses to nest in it."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
 
 
 async def assert_lists_the_rest_tools(session: ClientSession, rest: dict[str, dict[str, Any]]) -> None:
@@ -92,7 +83,7 @@ def test_mcp_exposes_exactly_the_rest_registry(tenant):
                 mode="serialization"
             )
 
-    run_in_own_loop(scenario())
+    run_async(scenario)
 
 
 # Each request of a client session gets an answer within this, or the test fails instead of hanging.
@@ -142,7 +133,7 @@ def test_stdio_server_lists_the_tools_remembers_recalls_and_forgets(tenant):
             same = await session.call_tool("search", query)
             assert same.structuredContent == tenant.client.post("/api/v1/tools/search", query, format="json").json()
 
-    run_in_own_loop(scenario())
+    run_async(scenario)
     assert list(Note.objects.filter(team=tenant.team).values_list("key", flat=True)) == ["pet"]
 
 
@@ -183,7 +174,7 @@ def test_http_server_lists_the_tools_remembers_recalls_and_forgets(web_server, t
             talked = await session.call_tool("search_conversation", {"person": "ada", "query": "Oslo"})
             assert talked.structuredContent == {"results": []}
 
-    run_in_own_loop(scenario())
+    run_async(scenario)
     assert not Note.objects.filter(team=tenant.team).exists()
 
 
@@ -207,7 +198,7 @@ def test_http_server_keeps_teams_apart(web_server, tenant, other_tenant):
             found = await session.call_tool("recall_memories", {"person": "ada", "query": "where does Ada live?"})
             assert found.structuredContent["results"] == []
 
-    run_in_own_loop(scenario())
+    run_async(scenario)
     assert Note.objects.get(team=tenant.team).content == "Ada lives in Oslo."
 
 

@@ -9,23 +9,20 @@ import pytest
 
 from conversations.indexing import MESSAGES
 from conversations.models import Message
-from conversations.services import record_message, start_conversation
+from conversations.services import record_message
 from memory.indexing import NOTES, indexed_models, register
-from memory.models import Note, Revision
-from memory.services import Actor, remember
-from tests.factories import PersonFactory
+from memory.models import Note
+from memory.services import remember
+from tests.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def unindexed(tenant, settings):
+def unindexed(tenant, person, actor, conversation, settings):
     """A note and a message written while no embedder was configured, then one is."""
     settings.EMBEDDER = "none"
-    person = PersonFactory(team=tenant.team, external_id="ada")
-    actor = Actor(Revision.Actor.AGENT, tenant.agent.slug, "req-1")
-    remember(team=tenant.team, person=person, actor=actor, key="home-city", description="Home", content="Oslo.")
-    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    remember(team=tenant.team, person=person, actor=actor, **note_fields())
     record_message(conversation=conversation, role="user", content="I live in Oslo.")
     settings.EMBEDDER = "hashing"
     assert (NOTES.stale().count(), MESSAGES.stale().count()) == (1, 1)

@@ -6,19 +6,16 @@ Mnemo asks to wait out a whole window); the last test shows the real server's 42
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from mnemo_client import AsyncMnemo, Mnemo, RateLimited, RetryPolicy, Unavailable
 
-from tests.client.conftest import run_async
-from tests.fixtures import serve_asgi
+from tests.fixtures import run_async, serve_asgi
+from tests.http_stub import JsonHandler, serve
 
 OK = (200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False})
 
@@ -36,29 +33,14 @@ class Script:
 
 @contextmanager
 def scripted_server(script: Script) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             script.seen_at.append(time.monotonic())
             status, headers, body = script.answers.pop(0) if script.answers else (500, {}, {"error": {}})
-            raw = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send_json(status, body, headers)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(Handler) as url:
+        yield url
 
 
 def test_a_429_is_retried_after_the_seconds_retry_after_names():

@@ -1,9 +1,13 @@
+import importlib
 import json
 
 import pytest
 from django.test import override_settings
 
 from accounts.models import Person
+from config.errors import _CODE_BY_STATUS, STATUS_BY_CODE
+from config.exceptions import DomainError
+from tests.fixtures import ROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +61,50 @@ def test_wrong_content_type_gets_415(api):
     response = api.post("/api/v1/people", data="person=p1", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"
+
+
+def _domain_errors() -> list[type[DomainError]]:
+    for app in ("accounts", "conversations", "curator", "memory"):
+        importlib.import_module(f"{app}.exceptions")
+    found, queue = [], [DomainError]
+    while queue:
+        cls = queue.pop()
+        found.append(cls)
+        queue.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_domain_error_code_has_its_status_in_the_one_table():
+    errors = _domain_errors()
+    assert {"SlugTaken", "TurnAlreadyAnswered", "EditMismatch", "PlanRejected", "InvalidText"} <= {
+        cls.__name__ for cls in errors
+    }
+    missing = {cls.__qualname__: cls.code for cls in errors if cls.code not in STATUS_BY_CODE}
+    assert missing == {}
+    assert not [cls for cls in errors if "http_status" in vars(cls)], "the status belongs in STATUS_BY_CODE only"
+
+
+def test_codes_given_to_drf_errors_carry_the_status_of_the_table():
+    assert {code: STATUS_BY_CODE[code] for code in _CODE_BY_STATUS.values()} == {
+        code: status for status, code in _CODE_BY_STATUS.items()
+    }
+
+
+def test_a_domain_error_is_answered_with_its_code_and_the_tables_status(api):
+    note = api.post(
+        "/api/v1/tools/remember",
+        {"person": "ada", "key": "home", "description": "Where Ada lives", "content": "Ada lives in Oslo."},
+        format="json",
+    ).json()
+    call = {"person": "ada", "id": note["id"], "mode": "find_replace", "find": "Paris", "content": "Rome"}
+    response = api.post("/api/v1/tools/edit_note", call, format="json")
+    assert response.status_code == STATUS_BY_CODE["no_match"] == 422
+    assert response.json()["error"] == {
+        "code": "no_match",
+        "message": "The text to find does not occur in the note; nothing was changed.",
+        "field": "find",
+    }
+
+
+def test_the_mcp_server_uses_no_drf_code():
+    assert "rest_framework" not in (ROOT / "config" / "mcp.py").read_text()

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Revision
-from memory.services import Actor, remember
-from tests.factories import PersonFactory
-from tests.memory.conftest import note_fields
+from memory.services import remember
+from tests.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -78,9 +76,7 @@ def test_limit_and_offset_must_be_plain_whole_numbers(tenant, lists, query, fiel
         assert "plain digits" in error["message"]
 
 
-def test_a_page_holds_what_was_asked_and_the_default_is_50(tenant):
-    person = PersonFactory(team=tenant.team, external_id="ada")
-    actor = Actor(Revision.Actor.AGENT, tenant.agent.slug, "req-1")
+def test_a_page_holds_what_was_asked_and_the_default_is_50(tenant, person, actor):
     for number in range(60):
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key=f"fact-{number}"))
     default = tenant.client.get("/api/v1/notes").json()

@@ -12,9 +12,9 @@ from conversations.composer import LAYERS, MEMORY_UNAVAILABLE_NOTICE, compose
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Message
 from conversations.services import record_message, take_turn, update_summary
-from memory.services import Actor, remember
-from tests.conversations.conftest import chat
-from tests.memory.embedding_server import Behaviour, embedding_server
+from memory.services import remember
+from tests.factories import chat
+from tests.memory.embedding_server import Behaviour, embedding_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def turn(tenant, person, conversation, text, **kwargs):
 
 
 @pytest.fixture
-def rich(tenant, person, conversation):
+def rich(tenant, person, actor, conversation):
     """A conversation with a summary, notes, searchable history and a long window."""
     chat(
         conversation,
@@ -37,7 +37,6 @@ def rich(tenant, person, conversation):
         ],
     )
     update_summary(conversation=conversation, summary="They talked about lighthouses. " * 20, through_order=10)
-    actor = Actor("agent", tenant.agent.slug)
     for i in range(10):
         remember(
             team=tenant.team, person=person, actor=actor, key=f"fact-{i}", description=f"Fact {i}", content="z" * 500
@@ -143,10 +142,10 @@ def test_a_message_with_fewer_than_two_real_words_is_not_searched(tenant, person
     assert result.costs["passages"] == 0
 
 
-def test_memory_only_contains_no_conversation_text(tenant, person, conversation):
+def test_memory_only_contains_no_conversation_text(tenant, person, actor, conversation):
     chat(conversation, [("My secret codename is BLUEBIRD", "Understood."), ("I live in Oslo", "Nice.")])
     update_summary(conversation=conversation, summary="BLUEBIRD lives in Oslo", through_order=4)
-    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="home", description="Home", content="Oslo")
+    remember(team=tenant.team, person=person, actor=actor, key="home", description="Home", content="Oslo")
     result = turn(
         tenant, person, conversation, "Where do I live? Also BLUEBIRD?", profile="memory_only", persona="Coach"
     )
@@ -158,8 +157,7 @@ def test_memory_only_contains_no_conversation_text(tenant, person, conversation)
     assert result.costs["summary"] == result.costs["passages"] == result.costs["deeper_window"] == 0
 
 
-def test_notes_layer_puts_the_page_first_and_content_is_framed_as_data(tenant, person, conversation):
-    actor = Actor("agent", "a")
+def test_notes_layer_puts_the_page_first_and_content_is_framed_as_data(tenant, person, actor, conversation):
     remember(team=tenant.team, person=person, actor=actor, key="cat", description="Pet", content="A cat called Miso")
     remember(
         team=tenant.team,
@@ -178,7 +176,7 @@ def test_notes_layer_puts_the_page_first_and_content_is_framed_as_data(tenant, p
     assert len(result.notes_used) == 2
 
 
-def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, conversation):
+def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, actor, conversation):
     from django.db import connection
 
     from memory.models import Note
@@ -187,7 +185,7 @@ def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, co
     # transaction (rolled back with it) to store what the write path would now refuse.
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE memory_note DROP CONSTRAINT note_content_cap")
-    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="old", description="Old", content="ok")
+    remember(team=tenant.team, person=person, actor=actor, key="old", description="Old", content="ok")
     Note.objects.filter(key="old").update(content="w" * 2500)
     result = turn(tenant, person, conversation, "anything about the old note")
     notes = next(b for b in result.blocks if b.layer == "notes")
@@ -195,13 +193,9 @@ def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, co
     assert "w" * 2001 not in notes.text
 
 
-def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, conversation, settings):
-    remember(team=tenant.team, person=person, actor=Actor("agent", "a"), key="cat", description="Pet", content="Miso")
-    with embedding_server(Behaviour(mode="500", dim=8)) as url:
-        settings.EMBEDDER = "openai"
-        settings.EMBEDDING_BASE_URL = url
-        settings.EMBEDDING_MODEL = "m"
-        settings.EMBEDDING_DIM = 8
+def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, actor, conversation, settings):
+    remember(team=tenant.team, person=person, actor=actor, key="cat", description="Pet", content="Miso")
+    with embedding_settings(settings, Behaviour(mode="500", dim=8), model="m"):
         result = turn(tenant, person, conversation, "Tell me about my cat")
     assert result.degraded == ["ordering"]
     assert "notes" in {b.layer for b in result.blocks}

@@ -21,13 +21,8 @@ from tests.concurrency import (
     wait_until_blocked_on_a_lock,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_broker(mocker):
-    # Messages here commit for real, and their after-commit indexing would go to the broker.
-    return mocker.patch("memory.indexing.dispatch")
+# Writes here commit for real; their after-commit indexing goes nowhere, the tests index themselves.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_broker")]
 
 
 @pytest.fixture

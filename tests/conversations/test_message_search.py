@@ -11,32 +11,10 @@ from conversations.models import MessageVector
 from conversations.queries import rank_messages, search_messages
 from conversations.services import delete_message, record_message, start_conversation
 from memory.indexing import namespace_for
-from tests.conversations.conftest import chat
-from tests.factories import AgentFactory, PersonFactory
-from tests.memory.embedding_server import Behaviour, embedding_server
+from tests.factories import AgentFactory, PersonFactory, chat
+from tests.memory.embedding_server import Behaviour, embedding_settings
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def index_inline(mocker, django_capture_on_commit_callbacks):
-    """Run record_message's after-commit indexing inline, as the worker would."""
-    import logging
-
-    from memory.embedders import EmbeddingUnavailable
-
-    def run_inline(indexed, ids):
-        try:
-            indexed.index(ids)
-        except EmbeddingUnavailable as exc:
-            logging.getLogger(__name__).warning("inline indexing failed: %s", exc)
-
-    mocker.patch("memory.indexing.dispatch", side_effect=run_inline)
-
-    def capture():
-        return django_capture_on_commit_callbacks(execute=True)
-
-    return capture
 
 
 def say(conversation, content, role="user"):
@@ -191,11 +169,7 @@ def test_when_the_embedder_is_down_words_still_answer_and_the_search_says_so(
     tenant, person, conversation, index_inline, settings
 ):
     behaviour = Behaviour(mode="ok", dim=16)
-    with embedding_server(behaviour) as url:
-        settings.EMBEDDER = "openai"
-        settings.EMBEDDING_BASE_URL = url
-        settings.EMBEDDING_MODEL = "fake-embed"
-        settings.EMBEDDING_DIM = 16
+    with embedding_settings(settings, behaviour):
         with index_inline():
             say(conversation, "Ada lives in Oslo")
             say(conversation, "The weather is grey", role="assistant")

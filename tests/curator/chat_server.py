@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.http_stub import JsonHandler, serve
 
 
 @dataclass
@@ -25,12 +24,9 @@ class Script:
 
 @contextmanager
 def chat_server(script: Script) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             script.requests.append(body)
             status, content = script.replies.pop(0) if script.replies else (500, "no scripted reply left")
             if status == "sleep":
@@ -38,38 +34,24 @@ def chat_server(script: Script) -> Iterator[str]:
                 status, content = 200, "{}"
             if status != 200:
                 payload = {"error": {"message": str(content), "type": "server_error"}}
-                raw = json.dumps(payload).encode()
-                self.send_response(int(status))  # type: ignore[arg-type]
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                if status == 429:
-                    self.send_header("retry-after-ms", "10")
-                self.end_headers()
-                self.wfile.write(raw)
+                code = int(status)  # type: ignore[arg-type]
+                self.send_json(code, payload, {"retry-after-ms": "10"} if code == 429 else None)
                 return
             message = {"role": "assistant", "content": content}
             if isinstance(content, dict):
                 message = {"role": "assistant", "content": None, **content}
             finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
-            payload = {
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "test"),
-                "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
-                "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
-            }
-            raw = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send_json(
+                200,
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "test"),
+                    "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+                },
+            )
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(Handler, path="/v1") as url:
+        yield url

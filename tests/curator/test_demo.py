@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Note, Revision
+from tests.fixtures import HTMX
 
-pytestmark = pytest.mark.django_db
-
-HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _demo_on(settings):
-    settings.DEMO_ENABLED = True
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_on")]
 
 
 def say(client, text):

@@ -11,20 +11,15 @@ from accounts.demo import ensure_demo
 from accounts.models import Agent, ApiKey, Person, Team
 from conversations.models import Conversation, Message
 from memory.models import Bank, Note, Revision
+from tests.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HX-Request": "true"}
 TABLES = [Team, Agent, ApiKey, Person, Bank, Note, Revision, Conversation, Message, Session, get_user_model()]
 
 
 def row_counts() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in TABLES}
-
-
-@pytest.fixture
-def demo_on(settings):
-    settings.DEMO_ENABLED = True
 
 
 def test_the_demo_is_off_unless_enabled(client, settings):

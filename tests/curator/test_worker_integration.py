@@ -62,13 +62,11 @@ def test_the_seed_script_on_a_worker_with_the_rules_provider(celery_worker_proce
     assert Revision.objects.get(note_key="home-city", action="update").before["content"] == "Lives in Oslo."
 
 
-def test_a_bounded_bank_of_eight_on_the_worker(celery_worker_process, tenant):
+def test_a_bounded_bank_of_eight_on_the_worker(celery_worker_process, tenant, person):
     """Nine unrelated facts after a name and an allergy: evictions and refusals as the policy says,
     and the train journey refused rather than pushing out the allergy."""
     from memory.services import Actor, get_or_create_bank, update_bank_settings
-    from tests.factories import PersonFactory
 
-    person = PersonFactory(team=tenant.team, external_id="ada")
     bank = get_or_create_bank(team=tenant.team, person=person, scope="", kind="global")
     update_bank_settings(bank=bank, actor=Actor("admin", "test"), changes={"policy": "bounded", "capacity": 8})
     statements = [

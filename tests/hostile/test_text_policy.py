@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import Person
+from config.errors import status_for
 from config.text import (
     InvalidText,
     TextKind,
@@ -26,6 +27,7 @@ from memory.models import Note, Revision
 from memory.package_format import FORMAT
 from memory.services import Actor, append_observation, remember
 from tests.curator.chat_server import Script, chat_server
+from tests.factories import note_fields
 
 ID, LINE, TEXT = TextKind.IDENTIFIER, TextKind.LINE, TextKind.TEXT
 
@@ -119,16 +121,6 @@ def test_an_id_in_a_query_parses():
 # --- the write path, as the curator and the lens reach it (no HTTP boundary in front) -----------
 
 
-@pytest.fixture
-def actor(tenant) -> Actor:
-    return Actor.for_agent(tenant.agent)
-
-
-@pytest.fixture
-def ada(tenant) -> Person:
-    return Person.objects.create(team=tenant.team, external_id="ada")
-
-
 @pytest.mark.parametrize(
     ("field", "value", "escaped"),
     [
@@ -139,11 +131,10 @@ def ada(tenant) -> Person:
         ("key", "home\x00city", "home\\u0000city"),
     ],
 )
-def test_a_refused_write_holding_unstorable_text_is_logged_escaped(tenant, ada, actor, field, value, escaped):
-    fields = {"key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
+def test_a_refused_write_holding_unstorable_text_is_logged_escaped(tenant, person, actor, field, value, escaped):
     with pytest.raises(InvalidNote) as refused:
-        remember(team=tenant.team, person=ada, actor=actor, **{**fields, field: value})
-    assert (refused.value.field, refused.value.http_status) == (field, 400)
+        remember(team=tenant.team, person=person, actor=actor, **note_fields(**{field: value}))
+    assert (refused.value.field, status_for(refused.value)) == (field, 400)
     assert not Note.objects.exists()
     revision = Revision.objects.get(action=Revision.Action.REFUSED)
     assert revision.after[field] == escaped
@@ -151,10 +142,10 @@ def test_a_refused_write_holding_unstorable_text_is_logged_escaped(tenant, ada, 
     assert field in revision.reason
 
 
-def test_an_observation_the_curator_could_not_store_is_refused_and_logged(tenant, ada):
+def test_an_observation_the_curator_could_not_store_is_refused_and_logged(tenant, person):
     curator = Actor(Revision.Actor.CURATOR, "curate_conversation")
     with pytest.raises(InvalidNote):
-        append_observation(team=tenant.team, person=ada, actor=curator, category="home", observation="Oslo\x00")
+        append_observation(team=tenant.team, person=person, actor=curator, category="home", observation="Oslo\x00")
     revision = Revision.objects.get(action=Revision.Action.REFUSED)
     assert (revision.actor, revision.after["observation"]) == ("curator", "Oslo\\u0000")
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
+
+from tests.http_stub import JsonHandler, serve
 
 
 @dataclass
@@ -30,25 +30,22 @@ def fake_vector(text: str, dim: int) -> list[float]:
 
 @contextmanager
 def embedding_server(behaviour: Behaviour) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             behaviour.requests.append(body)
             behaviour.headers.append(dict(self.headers))
             if self.path != "/v1/embeddings":
-                self._send(404, {"error": {"message": "not found"}})
+                self.send_json(404, {"error": {"message": "not found"}})
                 return
             if behaviour.mode == "429":
-                self._send(429, {"error": {"message": "rate limited"}})
+                self.send_json(429, {"error": {"message": "rate limited"}})
                 return
             if behaviour.mode == "500":
-                self._send(500, {"error": {"message": "boom"}})
+                self.send_json(500, {"error": {"message": "boom"}})
                 return
             if behaviour.mode == "refuse":
-                self._send(400, {"error": {"message": "unknown model"}})
+                self.send_json(400, {"error": {"message": "unknown model"}})
                 return
             if behaviour.mode == "slow":
                 time.sleep(behaviour.delay)
@@ -61,21 +58,19 @@ def embedding_server(behaviour: Behaviour) -> Iterator[str]:
             dim = behaviour.dim + (3 if behaviour.mode == "wrong_width" else 0)
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dim)} for i, t in enumerate(inputs)]
-            self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"]})
+            self.send_json(200, {"object": "list", "data": list(reversed(data)), "model": body["model"]})
 
-        def _send(self, status: int, payload: dict) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+    with serve(Handler, path="/v1") as url:
+        yield url
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+
+@contextmanager
+def embedding_settings(settings: Any, behaviour: Behaviour, *, model: str = "fake-embed") -> Iterator[str]:
+    """EMBEDDER=openai pointed at an embedding_server that answers as `behaviour`, `model` wide
+    behaviour.dim, until the block ends (the settings fixture restores the settings after the test)."""
+    with embedding_server(behaviour) as url:
+        settings.EMBEDDER = "openai"
+        settings.EMBEDDING_BASE_URL = url
+        settings.EMBEDDING_MODEL = model
+        settings.EMBEDDING_DIM = behaviour.dim
+        yield url

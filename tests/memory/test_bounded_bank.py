@@ -10,18 +10,12 @@ from django.utils import timezone
 from memory import services
 from memory.exceptions import Refused
 from memory.models import Bank, Note, Revision
-from tests.factories import PersonFactory
 
 pytestmark = pytest.mark.django_db
 
 ADMIN = services.Actor("admin", "test")
 AGENT = services.Actor("agent", "bench-agent")
 CAPACITY = 8
-
-
-@pytest.fixture
-def person(tenant):
-    return PersonFactory(team=tenant.team)
 
 
 @pytest.fixture

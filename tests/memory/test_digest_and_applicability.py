@@ -14,7 +14,7 @@ from memory.exceptions import UnknownOntologyId
 from memory.models import Bank, Note, OntologyNode
 from memory.queries import TurnContext, build_digest, digest_max_chars, scope_refs_match, visible_notes
 from memory.services import get_or_create_bank, latch_full, mute_category, remember
-from tests.memory.conftest import note_fields
+from tests.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

@@ -12,13 +12,12 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from accounts.models import Person
 from curator.services import consolidate_bank
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.services import delete_note, expire_notes, latch_full, remember
+from tests.factories import note_fields
 from tests.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
-from tests.memory.conftest import note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +31,7 @@ def fill(tenant, person, actor, count, start=0):
 def test_crossing_the_soft_limit_schedules_one_consolidation(
     tenant, person, actor, mocker, django_capture_on_commit_callbacks
 ):
-    enqueue = mocker.patch("memory.services._enqueue_consolidation")
+    enqueue = mocker.patch("memory.services.capacity._enqueue_consolidation")
     with django_capture_on_commit_callbacks(execute=True):
         fill(tenant, person, actor, 3)
     enqueue.assert_not_called()
@@ -69,7 +68,7 @@ def test_the_full_latch_refuses_new_notes_allows_updates_and_clears_on_removal(t
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=3)
 def test_the_hard_limit_refuses_regardless(tenant, person, actor, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     fill(tenant, person, actor, 3)
     with pytest.raises(BankFull, match="hard limit"):
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key="one-more"))
@@ -79,7 +78,7 @@ def test_the_hard_limit_refuses_regardless(tenant, person, actor, mocker):
 
 @override_settings(MEMORY_SOFT_LIMIT=2, MEMORY_HARD_LIMIT=10)
 def test_consolidation_merges_duplicates_and_latches_when_still_over(tenant, person, actor, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     for key in ["tea", "likes-tea", "tea-lover"]:
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key=key, content="Ada likes tea."))
     fill(tenant, person, actor, 2)
@@ -110,8 +109,7 @@ def test_expiry_removes_notes_with_actor_expiry(tenant, person, actor):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant, tmp_path):
-    person = Person.objects.create(team=tenant.team, external_id="ada")
+def test_concurrent_upserts_of_one_key_from_several_processes_make_one_row(tenant, person, tmp_path):
     env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses()}
     workers = [
         subprocess.Popen(

@@ -25,15 +25,10 @@ from tests.concurrency import (
     on_other_connection,
     wait_until_blocked_on_a_lock,
 )
-from tests.memory.conftest import note_fields
+from tests.factories import note_fields
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_broker(mocker):
-    # Writes here commit for real, and their after-commit indexing would go to the broker.
-    return mocker.patch("memory.indexing.dispatch")
+# Writes here commit for real; their after-commit indexing goes nowhere, the tests index themselves.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_broker")]
 
 
 def write(tenant, person, actor, **fields) -> Note:

@@ -9,27 +9,10 @@ from django.utils import timezone
 from memory.models import Bank, Note, NoteVector, Revision
 from memory.queries import build_digest
 from memory.services import append_observation, latch_full, mute_category, remember
-from tests.factories import AgentFactory, PersonFactory
-from tests.fixtures import make_tenant
-from tests.memory.conftest import note_fields
+from tests.factories import AgentFactory, PersonFactory, note_fields
+from tests.fixtures import HTMX, PASSWORD, make_tenant
 
 pytestmark = pytest.mark.django_db
-
-HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def user(django_user_model, person):
-    user = django_user_model.objects.create_user("ada-login", password="correct horse battery staple")
-    person.user = user
-    person.save(update_fields=["user"])
-    return user
-
-
-@pytest.fixture
-def lens_client(client, user) -> Client:
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -44,10 +27,10 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client, home_note):
         assert response["Location"] == f"/login/?next={url}"
 
 
-def test_login_form_signs_in_and_lands_on_the_lens(client, user):
+def test_login_form_signs_in_and_lands_on_the_lens(client, lens_user):
     page = client.get("/login/")
     assert b'<label for="id_username">Username</label>' in page.content
-    response = client.post("/login/", {"username": "ada-login", "password": "correct horse battery staple"})
+    response = client.post("/login/", {"username": "ada-login", "password": PASSWORD})
     assert response.status_code == 302
     assert response["Location"] == "/lens/"
     assert client.get("/lens/").status_code == 200
@@ -344,9 +327,9 @@ def test_htmx_delete_redirects_the_client_to_the_lens(lens_client, home_note):
     assert not Note.objects.filter(pk=home_note.pk).exists()
 
 
-def test_posts_without_a_csrf_token_are_refused(user, home_note):
+def test_posts_without_a_csrf_token_are_refused(lens_user, home_note):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
+    client.force_login(lens_user)
     response = client.post(f"/m/{home_note.pk}/edit", {"description": "Home", "content": "Injected."})
     assert response.status_code == 403
     home_note.refresh_from_db()

@@ -11,12 +11,10 @@ from django.test import Client
 from accounts.models import Membership
 from memory.models import Note, Revision
 from memory.services import Actor, remember
-from tests.memory.conftest import note_fields
+from tests.factories import note_fields
+from tests.fixtures import HTMX, PASSWORD
 
 pytestmark = pytest.mark.django_db
-
-HTMX = {"HX-Request": "true"}
-PASSWORD = "correct horse battery staple"
 
 
 @dataclass
@@ -43,14 +41,10 @@ def shared(tenant, person, actor) -> Shared:
 
 
 @pytest.fixture
-def member_client(client, django_user_model, tenant, person) -> Client:
+def member_client(lens_client, lens_user, tenant) -> Client:
     """Ada's own login, a plain member of the team: she sees the shared bank of her scope."""
-    user = django_user_model.objects.create_user("ada-login", password=PASSWORD)
-    Membership.objects.create(team=tenant.team, user=user, role=Membership.Role.MEMBER)
-    person.user = user
-    person.save(update_fields=["user"])
-    client.force_login(user)
-    return client
+    Membership.objects.create(team=tenant.team, user=lens_user, role=Membership.Role.MEMBER)
+    return lens_client
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from rest_framework.test import APIClient
 from accounts.models import ApiKey, Person
 from accounts.services import issue_api_key
 from config.mcp import call_tool
-from memory.models import Note, Revision
+from memory.models import Note
 from memory.queries import build_digest
-from memory.services import Actor, mute_category, remember
+from memory.services import mute_category, remember
 from tests.factories import AgentFactory, PersonFactory
 
 pytestmark = pytest.mark.django_db
@@ -51,10 +51,8 @@ def reader(agent) -> Reader:
 
 
 @pytest.fixture
-def world(tenant) -> World:
-    team = tenant.team
-    ada = PersonFactory(team=team, external_id="ada")
-    actor = Actor(Revision.Actor.AGENT, tenant.agent.slug)
+def world(tenant, person, actor) -> World:
+    team, ada = tenant.team, person
     allergy = remember(
         team=team, person=ada, actor=actor, bank="global", category="health", key="allergy",
         description="What Ada is allergic to", content="Ada is allergic to peanuts.",

@@ -7,7 +7,6 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from pydantic import BaseModel
 
-from memory.models import Revision
 from memory.package_format import (
     FORMAT,
     MemoryPackage,
@@ -17,8 +16,7 @@ from memory.package_format import (
     MemoryPackageWithheld,
 )
 from memory.packages import export_person
-from memory.services import Actor, remember
-from tests.factories import PersonFactory
+from memory.services import remember
 
 
 def undeclared(value: object, model: type[BaseModel], where: str = "") -> list[str]:
@@ -39,16 +37,14 @@ def undeclared(value: object, model: type[BaseModel], where: str = "") -> list[s
 
 
 @pytest.mark.django_db
-def test_an_export_is_a_package_the_models_declare_member_by_member(tenant):
-    ada = PersonFactory(team=tenant.team, external_id="ada")
-    actor = Actor(Revision.Actor.AGENT, tenant.agent.slug)
-    remember(team=tenant.team, person=ada, actor=actor, key="home-city", description="Home", content="Oslo.")
+def test_an_export_is_a_package_the_models_declare_member_by_member(tenant, person, actor):
+    remember(team=tenant.team, person=person, actor=actor, key="home-city", description="Home", content="Oslo.")
     remember(
-        team=tenant.team, person=ada, actor=actor, key="deadline", description="Apollo", content="Friday.",
+        team=tenant.team, person=person, actor=actor, key="deadline", description="Apollo", content="Friday.",
         scope="project:apollo", bank="private", scope_refs={"project": ["apollo"]}, category="work",
     )  # fmt: skip
 
-    exported = export_person(team=tenant.team, person=ada, agent=tenant.agent)
+    exported = export_person(team=tenant.team, person=person, agent=tenant.agent)
 
     package = MemoryPackage.model_validate(exported)
     assert package.format == FORMAT

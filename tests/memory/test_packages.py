@@ -21,10 +21,6 @@ from tests.factories import PersonFactory
 pytestmark = pytest.mark.django_db
 
 
-def agent_actor(tenant) -> Actor:
-    return Actor(Revision.Actor.AGENT, tenant.agent.slug)
-
-
 def import_actor() -> Actor:
     return Actor(Revision.Actor.IMPORT, "test")
 
@@ -42,12 +38,10 @@ def global_bank(person: str, *notes: dict[str, object]) -> dict[str, object]:
 
 
 @pytest.fixture
-def ada_memories(tenant):
+def ada_memories(tenant, person, actor):
     """Ada's notes in three banks, plus notes that are not hers: Bob's, a shared bank's, another team's."""
-    team = tenant.team
-    ada = PersonFactory(team=team, external_id="ada")
+    team, ada = tenant.team, person
     bob = PersonFactory(team=team, external_id="bob")
-    actor = agent_actor(tenant)
     remember(team=team, person=ada, actor=actor, key="home-city", description="Where Ada lives", content="Oslo.")
     remember(
         team=team, person=ada, actor=actor, key="home-city", description="Where Ada lives", content="Bergen, since May."
@@ -265,7 +259,7 @@ def test_a_malformed_bank_anywhere_writes_nothing(tenant):
 def test_the_export_holds_the_persons_notes_and_revisions_and_nothing_else(tenant, other_tenant, ada_memories):
     other_ada = PersonFactory(team=other_tenant.team, external_id="ada")
     remember(
-        team=other_tenant.team, person=other_ada, actor=agent_actor(other_tenant), key="other-team-note",
+        team=other_tenant.team, person=other_ada, actor=Actor.for_agent(other_tenant.agent), key="other-team-note",
         description="Elsewhere", content="Another team's Ada.",
     )  # fmt: skip
     exported = export_person(team=tenant.team, person=ada_memories)

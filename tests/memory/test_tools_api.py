@@ -108,7 +108,7 @@ def test_malformed_arguments_are_400_naming_the_field(tenant):
 
 @override_settings(MEMORY_SOFT_LIMIT=1, MEMORY_HARD_LIMIT=5)
 def test_full_bank_is_409_bank_full(tenant, mocker):
-    mocker.patch("memory.services._enqueue_consolidation")
+    mocker.patch("memory.services.capacity._enqueue_consolidation")
     remember(tenant, key="a")
     from memory.services import Actor, latch_full
 

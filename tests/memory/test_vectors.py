@@ -14,8 +14,8 @@ from memory.models import Note, NoteVector
 from memory.queries import Hit, hybrid_rank, recall_bundle, recall_memories
 from memory.services import delete_note, remember
 from memory.vectors import Similarities, order_by_meaning, similarities
-from tests.memory.conftest import note_fields
-from tests.memory.embedding_server import Behaviour, embedding_server
+from tests.factories import note_fields
+from tests.memory.embedding_server import Behaviour, embedding_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -72,11 +72,7 @@ def test_a_note_written_while_the_embedder_is_down_is_indexed_when_it_returns(
     tenant, person, actor, index_inline, settings
 ):
     behaviour = Behaviour(mode="500", dim=16)
-    with embedding_server(behaviour) as url:
-        settings.EMBEDDER = "openai"
-        settings.EMBEDDING_BASE_URL = url
-        settings.EMBEDDING_MODEL = "fake-embed"
-        settings.EMBEDDING_DIM = 16
+    with embedding_settings(settings, behaviour):
         with index_inline():
             result = remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo"))
         assert result.action == "created"  # the write succeeded with the embedder down
@@ -230,11 +226,7 @@ def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(setti
     assert np.array_equal(first, again)
 
     behaviour = Behaviour(mode="slow", delay=0.6, dim=8)
-    with embedding_server(behaviour) as url:
-        settings.EMBEDDER = "openai"
-        settings.EMBEDDING_BASE_URL = url
-        settings.EMBEDDING_MODEL = "m-cache"
-        settings.EMBEDDING_DIM = 8
+    with embedding_settings(settings, behaviour, model="m-cache"):
         settings.EMBEDDING_TIMEOUT = 0.2
         for _ in range(4):
             vector, degraded = vectors.embed_query("a turn's message")

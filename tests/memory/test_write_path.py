@@ -8,7 +8,7 @@ from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong, 
 from memory.models import Bank, Note, OntologyNode, Revision
 from memory.services import Actor, append_observation, edit_note, forget, remember
 from memory.text import normalize_key
-from tests.memory.conftest import note_fields
+from tests.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

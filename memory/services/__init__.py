@@ -1,0 +1,69 @@
+"""The single write path for notes.
+
+Every change to a note goes through this package: create, upsert by key, append to a category
+note, edit, forget, owner delete and erase, eviction, expiry, consolidation's merges and import.
+Each change and each refusal leaves a Revision row; refused writes leave nothing else. Saying
+the same thing again changes nothing but the note's repetition count, and is not logged.
+
+- revisions: who writes (Actor) and the revision log, refusals included;
+- capacity: bank creation and settings, limits and the FULL latch, bounded-bank admission and
+  eviction, consolidation scheduling;
+- notes: the write use cases on notes;
+- mutes: categories a person mutes for an agent.
+
+Reads live in memory.queries, bank addressing in memory.banks, input checks in memory.validation.
+Names with a leading underscore are private to this package. The public writes are re-exported
+here: `from memory import services; services.remember(...)`.
+"""
+
+from memory.services.capacity import (
+    clear_latch,
+    get_or_create_bank,
+    latch_full,
+    record_consolidation,
+    record_consolidation_failure,
+    request_consolidation,
+    request_consolidations_again,
+    update_bank_settings,
+)
+from memory.services.mutes import mute_category, unmute_category
+from memory.services.notes import (
+    WriteResult,
+    append_daily,
+    append_observation,
+    delete_note,
+    edit_note,
+    erase_note,
+    erase_person,
+    expire_notes,
+    forget,
+    merge_notes,
+    remember,
+)
+from memory.services.revisions import Actor, record_refused_call
+
+__all__ = [
+    "Actor",
+    "WriteResult",
+    "append_daily",
+    "append_observation",
+    "clear_latch",
+    "delete_note",
+    "edit_note",
+    "erase_note",
+    "erase_person",
+    "expire_notes",
+    "forget",
+    "get_or_create_bank",
+    "latch_full",
+    "merge_notes",
+    "mute_category",
+    "record_consolidation",
+    "record_consolidation_failure",
+    "record_refused_call",
+    "remember",
+    "request_consolidation",
+    "request_consolidations_again",
+    "unmute_category",
+    "update_bank_settings",
+]

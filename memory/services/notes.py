@@ -1,0 +1,437 @@
+"""Writes to notes: remember, append, edit, delete, forget, erase, expire, merge and the daily note.
+
+Each write resolves its bank, locks it and runs atomically; a domain refusal anywhere rolls it
+back and leaves one refused revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Person, Team
+from config.exceptions import DomainError
+from config.text import TextKind, check_text
+from memory import indexing
+from memory.banks import applicable_banks, bank_id_for, bank_kind_for
+from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
+from memory.models import CONTENT_MAX, Bank, Note, Revision
+from memory.queries import scope_refs_match
+from memory.services.capacity import _after_growth, _lock, _make_room, _remove, get_or_create_bank
+from memory.services.revisions import Actor, _log, _record_refusal
+from memory.text import normalize_key
+from memory.validation import (
+    check_category,
+    check_content,
+    check_description,
+    check_key,
+    check_kind,
+    check_scope_refs,
+    check_semantics,
+    validate_scope,
+)
+
+
+@dataclass
+class WriteResult:
+    note: Note | None
+    action: str  # created | updated | unchanged | appended | deleted
+    bank: Bank
+    key: str
+    evicted: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _write_to_bank(
+    *,
+    team: Team,
+    person: Person | None,
+    actor: Actor,
+    scope: str | None,
+    which: str,
+    key_hint: str,
+    attempted: dict[str, Any],
+    body: Callable[[Bank], WriteResult],
+) -> WriteResult:
+    """Resolve the bank and run body on it atomically. A domain refusal anywhere (scope, bank,
+    caps, policy) rolls everything back, the bank's creation included, and leaves one refused
+    revision."""
+    if person is not None and person.team_id != team.pk:
+        raise NoteNotFound("That person is not known in this team.", field="person")
+    bank_ref = f"(unresolved: bank={which!r}, scope={scope!r})"
+    try:
+        with transaction.atomic():
+            clean_scope = validate_scope(scope)
+            kind = bank_kind_for(which, clean_scope)
+            if person is None and kind != Bank.Kind.SHARED:
+                raise InvalidNote("A private or global bank needs a person.", field="person")
+            bank_ref = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, clean_scope)
+            bank = get_or_create_bank(team=team, person=person, scope=clean_scope, kind=kind)
+            return body(_lock(bank))
+    except DomainError as exc:
+        _record_refusal(
+            team=team, person=person, bank_ref=bank_ref, actor=actor, key=key_hint, attempted=attempted, exc=exc
+        )
+        raise
+
+
+def _attempt(
+    bank: Bank, actor: Actor, key: str, attempted: dict[str, Any], write: Callable[[], WriteResult]
+) -> WriteResult:
+    """Run write atomically on an existing bank; a domain refusal leaves only a refused revision."""
+    try:
+        with transaction.atomic():
+            return write()
+    except DomainError as exc:
+        _record_refusal(
+            team=bank.team,
+            person=bank.person,
+            bank_ref=bank.bank_id,
+            actor=actor,
+            key=key,
+            attempted=attempted,
+            exc=exc,
+        )
+        raise
+
+
+def remember(
+    *,
+    team: Team,
+    person: Person | None,
+    actor: Actor,
+    key: str,
+    description: str,
+    content: str,
+    scope: str = "",
+    bank: str = Bank.Kind.PRIVATE,
+    kind: str = Note.Kind.FACT,
+    category: str | None = "",
+    scope_refs: dict[str, list[str]] | None = None,
+    semantics: list[str] | None = None,
+    source: str = Note.Source.REMEMBER,
+    expires_at: datetime | None = None,
+) -> WriteResult:
+    """Create a note or, when its key exists in the bank, replace it (an upsert: never a second row)."""
+    attempted = {"key": key, "description": description, "content": content, "kind": kind}
+
+    def write(target: Bank) -> WriteResult:
+        fields = {
+            "key": check_key(key),
+            "description": check_description(description),
+            "content": check_content(content),
+            "kind": check_kind(kind),
+            "category": check_category(category),
+            "scope_refs": check_scope_refs(scope_refs),
+            "semantics": check_semantics(team, semantics),
+            "expires_at": expires_at,
+        }
+        if expires_at is not None and timezone.is_naive(expires_at):
+            raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
+        if expires_at is not None and expires_at <= timezone.now():
+            raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
+        return _upsert(target, actor, fields, source)
+
+    return _write_to_bank(
+        team=team, person=person, actor=actor, scope=scope, which=bank,
+        key_hint=normalize_key(key) if isinstance(key, str) else "", attempted=attempted, body=write,
+    )  # fmt: skip
+
+
+def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> WriteResult:
+    now = timezone.now()
+    existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).first()
+    if existing is not None:
+        before = existing.snapshot()
+        changed = {name: value for name, value in fields.items() if getattr(existing, name) != value}
+        if not changed:
+            # Saying the same thing again is repetition, not a rewrite: updated_at stays. A
+            # re-import is neither: importing a package twice must not make its notes weigh more.
+            if source != Note.Source.IMPORT:
+                existing.repetitions += 1
+                existing.save(update_fields=["repetitions"])
+            return WriteResult(existing, "unchanged", bank, existing.key)
+        existing.repetitions += 1
+        for name, value in changed.items():
+            setattr(existing, name, value)
+        existing.updated_at = now
+        existing.save()
+        indexing.schedule(existing.pk)
+        _log(bank, actor, Revision.Action.UPDATE, note=existing, before=before, after=existing.snapshot())
+        return WriteResult(existing, "updated", bank, existing.key)
+
+    evicted = _make_room(bank, actor, fields, now)
+    note = Note.objects.create(
+        team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
+    )
+    indexing.schedule(note.pk)
+    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot())
+    _after_growth(bank)
+    return WriteResult(note, "created", bank, note.key, evicted)
+
+
+def append_observation(
+    *,
+    team: Team,
+    person: Person | None,
+    actor: Actor,
+    category: str,
+    observation: str,
+    summary: str | None = None,
+    bank: str = Bank.Kind.GLOBAL,
+    scope: str = "",
+    source: str = Note.Source.REMEMBER,
+    key: str | None = None,
+    kind: str = Note.Kind.FACT,
+) -> WriteResult:
+    """Append an observation to the note keyed by its category (or `key`), creating it if new.
+
+    An append that would take the note past its cap is refused, never trimmed.
+    """
+    attempted = {"category": category, "observation": observation, "summary": summary}
+    note_key = key if key is not None else category
+
+    def write(locked: Bank) -> WriteResult:
+        normalized_key = check_key(note_key, "key" if key is not None else "category")
+        normalized_category = check_category(category)
+        text = check_content(observation, "observation").strip()
+        if summary is not None:
+            check_description(summary)
+        existing = Note.objects.filter(team_id=team.pk, bank=locked, key=normalized_key).first()
+        if existing is None:
+            description = summary or f"What is known about {normalized_category.replace('-', ' ')}"
+            result = _upsert(
+                locked,
+                actor,
+                {
+                    "key": normalized_key,
+                    "description": check_description(description),
+                    "content": text,
+                    "kind": kind,
+                    "category": normalized_category,
+                    "scope_refs": {},
+                    "semantics": [],
+                    "expires_at": None,
+                },
+                source,
+            )
+            return result
+        if text in existing.content.splitlines():
+            existing.repetitions += 1
+            existing.save(update_fields=["repetitions"])
+            return WriteResult(existing, "unchanged", locked, existing.key)
+        new_content = f"{existing.content}\n{text}"
+        if len(new_content) > CONTENT_MAX:
+            raise TooLong(
+                f"Appending would take note {locked.bank_id}:{existing.key} to {len(new_content)} characters; "
+                f"the limit is {CONTENT_MAX}. Condense it with an edit first; nothing was written.",
+                field="observation",
+            )
+        before = existing.snapshot()
+        existing.content = new_content
+        if summary:
+            existing.description = summary
+        existing.repetitions += 1
+        existing.updated_at = timezone.now()
+        existing.save()
+        indexing.schedule(existing.pk)
+        _log(locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot())
+        return WriteResult(existing, "appended", locked, existing.key)
+
+    return _write_to_bank(
+        team=team, person=person, actor=actor, scope=scope, which=bank,
+        key_hint=normalize_key(note_key or ""), attempted=attempted, body=write,
+    )  # fmt: skip
+
+
+def edit_note(
+    *, note: Note, actor: Actor, mode: str, content: str, find: str | None = None, description: str | None = None
+) -> WriteResult:
+    """Edit a note's content by find_replace (every occurrence; empty content removes the snippet) or replace."""
+    attempted = {"mode": mode, "find": find, "content": content}
+    if description is not None:
+        attempted["description"] = description
+
+    def write() -> WriteResult:
+        locked_bank = _lock(note.bank)
+        current = Note.objects.filter(pk=note.pk, bank=locked_bank).first()
+        if current is None:
+            raise NoteNotFound("The note no longer exists.", field="id")
+        if mode == "find_replace":
+            if not find:
+                raise InvalidNote("find_replace needs the text to find.", field="find")
+            check_text(find, field="find", kind=TextKind.TEXT, error=InvalidNote)
+            if find not in current.content:
+                raise EditMismatch("The text to find does not occur in the note; nothing was changed.", field="find")
+            new_content = current.content.replace(find, content)
+            if not new_content.strip():
+                raise InvalidNote("The edit would leave the note empty; forget the note instead.", field="content")
+        elif mode == "replace":
+            new_content = content
+        else:
+            raise InvalidNote("mode must be find_replace or replace.", field="mode")
+        check_content(new_content)
+        new_description = check_description(description) if description is not None else current.description
+        if new_content == current.content and new_description == current.description:
+            return WriteResult(current, "unchanged", locked_bank, current.key)
+        before = current.snapshot()
+        current.content = new_content
+        current.description = new_description
+        current.updated_at = timezone.now()
+        if actor.kind == Revision.Actor.OWNER:
+            current.source = Note.Source.OWNER  # the person's own words now
+        current.save()
+        indexing.schedule(current.pk)
+        _log(locked_bank, actor, Revision.Action.UPDATE, note=current, before=before, after=current.snapshot())
+        return WriteResult(current, "updated", locked_bank, current.key)
+
+    return _attempt(note.bank, actor, note.key, attempted, write)
+
+
+@transaction.atomic
+def delete_note(*, note: Note, actor: Actor, reason: str = "") -> WriteResult:
+    bank = _lock(note.bank)
+    current = Note.objects.filter(pk=note.pk, bank=bank).first()
+    if current is None:
+        raise NoteNotFound("The note no longer exists.", field="id")
+    current.bank = bank
+    key = current.key
+    _remove(current, actor, Revision.Action.DELETE, reason or f"deleted by {actor.kind}")
+    return WriteResult(None, "deleted", bank, key)
+
+
+def forget(
+    *,
+    team: Team,
+    person: Person,
+    actor: Actor,
+    key: str,
+    scope: str = "",
+    context_refs: dict[str, list[str]] | None = None,
+    reason: str = "",
+) -> tuple[WriteResult, int]:
+    """Delete the note with this key from the narrowest applicable bank that holds an applicable one."""
+    normalized = check_key(key)
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context_refs, "context.refs")
+    check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
+    for bank in applicable_banks(team=team, person=person, scope=scope):
+        note = Note.objects.filter(team=team, bank=bank, key=normalized).first()
+        if note is not None and scope_refs_match(note.scope_refs, refs):
+            note_id = note.pk
+            return delete_note(note=note, actor=actor, reason=reason or "forgotten on request"), note_id
+    raise NoteNotFound(f"No note with key '{normalized}' applies here; nothing was forgotten.", field="key")
+
+
+@transaction.atomic
+def erase_note(*, note: Note, actor: Actor) -> None:
+    """Erasure beats the log: the note and the content in its revisions go; the events stay."""
+    note_id = note.pk
+    delete_note(note=note, actor=actor, reason="erased on the person's request")
+    Revision.objects.filter(team_id=note.team_id, note_id=note_id).update(before=None, after=None, erased=True)
+
+
+@transaction.atomic
+def erase_person(*, team: Team, person: Person, actor: Actor) -> int:
+    """Erase every note in the person's own banks (private and global). Returns how many."""
+    notes = list(Note.objects.filter(team=team, bank__person=person).select_related("bank"))
+    for note in notes:
+        erase_note(note=note, actor=actor)
+    Revision.objects.filter(team=team, person=person).update(before=None, after=None, erased=True)
+    return len(notes)
+
+
+@transaction.atomic
+def expire_notes(*, now: datetime | None = None) -> int:
+    """Remove notes whose writer-set expiry has passed (actor expiry). Safe to run twice."""
+    now = now or timezone.now()
+    # Lock the notes and their banks (as every writer does), not the team the ordering joins in.
+    expired = list(
+        Note.objects.filter(expires_at__lte=now)
+        .select_related("bank")
+        .select_for_update(skip_locked=True, of=("self", "bank"))
+    )
+    for note in expired:
+        _remove(
+            note,
+            Actor(Revision.Actor.EXPIRY, "expire_notes"),
+            Revision.Action.DELETE,
+            f"expired at {note.expires_at.isoformat()}",
+        )
+    return len(expired)
+
+
+@transaction.atomic
+def merge_notes(
+    *,
+    keep: Note,
+    absorb: Iterable[Note],
+    actor: Actor,
+    content: str | None = None,
+    description: str | None = None,
+    reason: str,
+) -> Note:
+    """Consolidation's write: fold notes into one. Only notes with identical scope and semantics may merge."""
+    bank = _lock(keep.bank)
+    absorbed = list(absorb)
+    for other in absorbed:
+        if other.bank_id != keep.bank_id:
+            raise InvalidNote("Only notes of one bank can be merged.", field="merge")
+        if other.scope_refs != keep.scope_refs or sorted(other.semantics) != sorted(keep.semantics):
+            raise InvalidNote(
+                f"'{other.key}' and '{keep.key}' differ in scope or semantics and must not be merged.", field="merge"
+            )
+    before = keep.snapshot()
+    if content is not None:
+        keep.content = check_content(content)
+    if description is not None:
+        keep.description = check_description(description)
+    keep.repetitions += sum(o.repetitions for o in absorbed)
+    keep.updated_at = timezone.now()
+    keep.save()
+    indexing.schedule(keep.pk)
+    for other in absorbed:
+        _remove(other, actor, Revision.Action.MERGE, f"merged into '{keep.key}': {reason}")
+    _log(bank, actor, Revision.Action.MERGE, note=keep, before=before, after=keep.snapshot(), reason=reason)
+    return keep
+
+
+DAILY_PREFIX = "daily-"
+
+
+def daily_key(day: date, part: int = 1) -> str:
+    return f"{DAILY_PREFIX}{day.isoformat()}" + (f"-{part}" if part > 1 else "")
+
+
+def append_daily(
+    *, team: Team, person: Person, actor: Actor, text: str, day: date | None = None, source: str = Note.Source.CURATOR
+) -> WriteResult:
+    """Append to the person's note for the day (one `daily` note per day, in their global bank).
+
+    When the day's note is full, the append is refused like any over-cap write (and logged), and
+    the day continues in a numbered sibling: daily-2026-11-30, daily-2026-11-30-2, ...
+    """
+    day = day or timezone.localdate()
+    existing = set(
+        Note.objects.filter(
+            team=team, bank__person=person, bank__kind=Bank.Kind.GLOBAL, key__startswith=daily_key(day)
+        ).values_list("key", flat=True)
+    )
+    part = 1
+    while daily_key(day, part + 1) in existing:
+        part += 1
+    while True:
+        try:
+            return append_observation(
+                team=team, person=person, actor=actor, category="daily", observation=text, key=daily_key(day, part),
+                summary=f"What happened on {day.isoformat()}" + (f" (part {part})" if part > 1 else ""),
+                bank=Bank.Kind.GLOBAL, source=source, kind=Note.Kind.DAILY,
+            )  # fmt: skip
+        except TooLong:
+            if len(text) > CONTENT_MAX or part >= 99:
+                raise
+            part += 1

@@ -1,0 +1,149 @@
+"""The revision log: who wrote, each write's row, and refused writes (which leave nothing else)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from accounts.models import Person, Team
+from config.text import TextKind, escape_unstorable, storable_json, text_problem
+from memory.models import CONTENT_MAX, Bank, Note, Revision
+from memory.text import normalize_key
+
+logger = logging.getLogger(__name__)
+
+REASON_MAX = 2000
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performed a write, for the revision log."""
+
+    kind: str  # a Revision.Actor value
+    ref: str = ""
+    request_id: str = ""
+
+    @classmethod
+    def for_agent(cls, agent: Any, request_id: str = "") -> Actor:
+        return cls(Revision.Actor.AGENT, agent.slug, request_id)
+
+
+def _log(
+    bank: Bank,
+    actor: Actor,
+    action: str,
+    *,
+    note: Note | None = None,
+    key: str = "",
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    reason: str = "",
+) -> Revision:
+    return Revision.objects.create(
+        team_id=bank.team_id,
+        bank=bank if bank.pk else None,
+        bank_ref=bank.bank_id,
+        person_id=bank.person_id,
+        note_key=note.key if note is not None else key,
+        note_id=note.pk if note is not None else None,
+        action=action,
+        actor=actor.kind,
+        actor_ref=actor.ref,
+        before=before,
+        after=after,
+        reason=reason,
+        request_id=actor.request_id,
+    )
+
+
+def _record_refusal(
+    *,
+    team: Team,
+    person: Person | None,
+    bank_ref: str,
+    actor: Actor,
+    key: str,
+    attempted: dict[str, Any],
+    exc: Exception,
+) -> Revision:
+    message = getattr(exc, "message", str(exc))
+    bank = Bank.objects.filter(team=team, bank_id=bank_ref).first()
+    # Its own transaction: the refused write rolled back, its revision must not. Everything
+    # written here is escaped, because what was refused may be text Postgres cannot store
+    # (a NUL, a lone surrogate): the refusal must still be logged.
+    with transaction.atomic():
+        revision = Revision.objects.create(
+            team=team,
+            bank=bank,
+            bank_ref=escape_unstorable(bank_ref)[:500],
+            person=bank.person if bank is not None and bank.person_id else person,
+            note_key=escape_unstorable(key)[:200],
+            action=Revision.Action.REFUSED,
+            actor=actor.kind,
+            actor_ref=escape_unstorable(actor.ref)[:200],
+            after=_clip_attempt(attempted),
+            reason=escape_unstorable(message)[:REASON_MAX],
+            request_id=actor.request_id,
+        )
+    logger.info("refused write to %s:%s by %s: %s", bank_ref, key, actor.kind, escape_unstorable(message))
+    return revision
+
+
+def record_refused_call(
+    *,
+    team: Team,
+    actor: Actor,
+    operation: str,
+    arguments: Any,
+    message: str,
+    field: str | None = None,
+    note: Note | None = None,
+) -> Revision:
+    """Log a write refused before it reached the write path: its arguments were malformed (a missing
+    or mistyped field, text Postgres cannot store, a body that is not JSON). Like every refusal it
+    changes nothing but the log. The note's bank and person are attached when the write named a
+    note; otherwise the person, when the arguments name one already known."""
+    args = arguments if isinstance(arguments, dict) else {"body": arguments}
+    person = None
+    raw_person = args.get("person")
+    if isinstance(raw_person, str) and raw_person.strip() and text_problem(raw_person, TextKind.IDENTIFIER) is None:
+        person = Person.objects.filter(team=team, external_id=raw_person.strip()).first()
+    raw_key = args.get("key", args.get("category"))
+    key = normalize_key(raw_key) if isinstance(raw_key, str) else ""
+    bank_ref = f"(unresolved: {operation} refused before its bank was resolved)"
+    if note is not None:
+        bank_ref, person, key = note.bank.bank_id, note.bank.person, note.key
+    reason = f"{field}: {message}" if field and not message.startswith(f"{field}:") else message
+    with transaction.atomic():
+        revision = Revision.objects.create(
+            team=team,
+            bank=note.bank if note is not None else None,
+            bank_ref=bank_ref,
+            person=person,
+            note_key=key[:200],
+            action=Revision.Action.REFUSED,
+            actor=actor.kind,
+            actor_ref=escape_unstorable(actor.ref)[:200],
+            after=storable_json(args, max_chars=CONTENT_MAX),
+            reason=escape_unstorable(reason)[:REASON_MAX],
+            request_id=actor.request_id,
+        )
+    logger.info("refused %s call by %s: %s", operation, actor.kind, escape_unstorable(reason))
+    return revision
+
+
+def _clip_attempt(attempted: dict[str, Any]) -> dict[str, Any]:
+    # A refused write is logged with what was attempted, so the person sees it; an over-cap
+    # value is logged at its cap and marked, so the log itself cannot be used to store it.
+    # Refused characters are escaped (\u0000), so the log can hold what Postgres cannot.
+    clipped: dict[str, Any] = {}
+    for name, value in attempted.items():
+        if isinstance(value, str) and len(value) > CONTENT_MAX:
+            clipped[name] = escape_unstorable(value[:CONTENT_MAX])
+            clipped[f"{name}_length"] = len(value)
+        else:
+            clipped[name] = storable_json(value, max_chars=CONTENT_MAX)
+    return clipped

@@ -1,0 +1,191 @@
+"""Query-count pins: every list endpoint, the composer (and the turn around it) and the digest make
+exactly as many queries for 3 rows as for 30, so a read that starts querying once per row (an N+1)
+fails here.
+
+Each pin is the sum of the queries listed beside it. A change that adds a query on purpose updates
+the number and the list; one that adds a query per row cannot pass both row counts.
+
+The API calls are made after a first call with the same key, so the key's `last_used_at` (written
+at most once a minute, accounts.services.authenticate_key) is fresh and not rewritten. The tests
+run inside the test's transaction: each atomic block a read opens is a SAVEPOINT and a RELEASE
+there (in production, BEGIN and COMMIT, which Django does not count).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.composer import compose
+from conversations.models import Conversation
+from conversations.services import record_message, start_conversation
+from memory.models import Bank
+from memory.queries import build_digest
+from memory.services import latch_full, mute_category, remember
+from tests.factories import AgentFactory, PersonFactory, chat, note_fields
+
+pytestmark = pytest.mark.django_db
+
+ROWS = [3, 30]
+APOLLO = "project:apollo"
+
+AUTH = 1  # the API key, with its agent and team (select_related)
+PAGE = 2  # COUNT(*) for the page's "count", then the page itself
+
+
+def people_with_memories(tenant, actor, rows: int) -> Conversation:
+    """`rows` people, each with a note in their global bank (a muted category for some), one in
+    their private bank of project:apollo, a note in the shared bank of project:apollo, and a
+    conversation with the tenant's agent. Returns the last conversation, of `rows` exchanges."""
+    muted_for = AgentFactory(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
+    conversation = None
+    for i in range(rows):
+        person = PersonFactory(team=tenant.team, external_id=f"person-{i}")
+        category = "health" if i % 2 else "home"
+        remember(team=tenant.team, person=person, actor=actor, category=category, **note_fields())
+        remember(team=tenant.team, person=person, actor=actor, scope=APOLLO, **note_fields(key="deadline"))
+        remember(
+            team=tenant.team, person=person, actor=actor, scope=APOLLO, bank="shared",
+            **note_fields(key=f"standup-{i}"),
+        )  # fmt: skip
+        mute_category(person=person, agent=muted_for, category="health")
+        conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+        chat(conversation, [(f"Hello {i}", "Hi")])
+    assert conversation is not None
+    chat(conversation, [(f"Question {i}", f"Answer {i}") for i in range(rows - 1)])
+    return conversation
+
+
+# --- the list endpoints ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", ROWS)
+@pytest.mark.parametrize(
+    ("url", "queries", "expected"),
+    [
+        # notes with their bank and its person (select_related; the mute filter is a subquery)
+        pytest.param("/api/v1/notes", AUTH + PAGE, lambda rows: 3 * rows, id="notes"),
+        # banks with their person and their note count (an annotation)
+        pytest.param("/api/v1/banks", AUTH + PAGE, lambda rows: 2 * rows + 1, id="banks"),
+        # revisions carry their bank and note as plain values: nothing to join
+        pytest.param("/api/v1/revisions", AUTH + PAGE, lambda rows: 3 * rows, id="revisions"),
+        # conversations with their person and agent (select_related)
+        pytest.param("/api/v1/conversations", AUTH + PAGE, lambda rows: rows, id="conversations"),
+        # the conversation (scoped to the calling agent), then the page of its messages
+        pytest.param(
+            "/api/v1/conversations/{conversation}/messages", AUTH + 1 + PAGE, lambda rows: 2 * rows, id="messages"
+        ),
+        # the person named in ?person=, then the page
+        pytest.param("/api/v1/notes?person=person-1", AUTH + 1 + PAGE, lambda rows: 2, id="notes-of-a-person"),
+    ],
+)
+def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
+    tenant, actor, rows, url, queries, expected, django_assert_num_queries
+):
+    conversation = people_with_memories(tenant, actor, rows)
+    url = url.format(conversation=conversation.pk)
+    assert tenant.client.get("/api/v1/me").status_code == 200  # last_used_at is fresh from here on
+
+    with django_assert_num_queries(queries):
+        page = tenant.client.get(url, {"limit": 200} if "?" not in url else None)
+
+    assert page.status_code == 200, page.json()
+    assert page.json()["count"] == len(page.json()["results"]) == expected(rows)
+
+
+# --- the composer, the turn and the digest ---------------------------------------------------
+
+# What visible_notes reads: the team's ontology (for the context's tags), the applicable banks,
+# then their applicable, unmuted notes with their bank (select_related).
+VISIBLE_NOTES = 3
+# One turn's composition, when its passages are all outside the window (one search, no retry):
+COMPOSE = (
+    1  # the newest messages of the conversation, for the window
+    + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
+    + VISIBLE_NOTES  # the digest is built from the same read
+    + 1  # the note vectors of the visible notes, to order them by meaning
+    + 1  # passages: the keyword search over this agent's messages with this person
+    + 1  # passages: the message vectors close to the query
+    + 1  # passages: the messages found, with their conversation (in_bulk)
+)
+
+
+def long_memory(tenant, person, actor, conversation, index_inline, rows: int):
+    """`rows` notes in each of Ada's banks of project:apollo (with vectors), `rows` old exchanges
+    about a lighthouse, then more recent filler than the ceiling holds, so the passages the
+    turn's search finds are all outside the window. Returns the turn's message."""
+    with index_inline():
+        for i in range(rows):
+            for bank in ("private", "shared", "global"):
+                remember(
+                    team=tenant.team, person=person, actor=actor, scope=APOLLO, bank=bank,
+                    **note_fields(key=f"{bank}-{i}", content=f"Ada's lighthouse fact number {i}."),
+                )  # fmt: skip
+        chat(conversation, [(f"The lighthouse keeper story, part {i}", f"A lighthouse, {i}") for i in range(rows)], days_ago=30)  # fmt: skip
+        chat(conversation, [("Filler " + "f" * 700, "Noted " + "n" * 700) for _ in range(15)])
+    latch_full(
+        bank=Bank.objects.get(team=tenant.team, bank_id="user:ada"), actor=actor, reason="a notice in the digest"
+    )
+    return record_message(conversation=conversation, role="user", content="Tell me the lighthouse keeper story again")
+
+
+@pytest.mark.parametrize("rows", ROWS)
+def test_composing_a_turn_makes_as_many_queries_for_30_rows_as_for_3(
+    tenant, person, actor, conversation, index_inline, rows, django_assert_num_queries
+):
+    message = long_memory(tenant, person, actor, conversation, index_inline, rows)
+
+    with django_assert_num_queries(COMPOSE):
+        composition = compose(
+            team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message,
+            scope=APOLLO,
+        )  # fmt: skip
+
+    assert composition.degraded == []
+    assert len(composition.notes_used) >= min(3 * rows, 30)
+    assert composition.passages_used  # the search found old passages, and fetched them
+    assert {b.layer for b in composition.blocks} >= {"notes", "passages", "deeper_window"}
+
+
+@pytest.mark.parametrize("rows", ROWS)
+def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
+    tenant, person, actor, conversation, index_inline, rows, django_assert_num_queries
+):
+    long_memory(tenant, person, actor, conversation, index_inline, rows)
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    queries = (
+        AUTH
+        + 1  # the person, by the id the agent gave
+        + 2  # SAVEPOINT / RELEASE: the message is recorded in a transaction of its own
+        + 1  # the conversation named (this agent's with this person only)
+        + 2  # SAVEPOINT / RELEASE: record_message's own atomic block
+        + 1  # the conversation again, locked (FOR UPDATE) so orders never collide
+        + 1  # the last order in the conversation
+        + 1  # INSERT the message
+        + 1  # UPDATE the conversation's counters for the curator
+        + COMPOSE
+        + 1  # INSERT the turn, with its costs and the notes it used
+    )
+
+    with django_assert_num_queries(queries):
+        answer = tenant.client.post(
+            "/api/v1/turns",
+            {"person": "ada", "conversation": conversation.pk, "scope": APOLLO,
+             "message": "Tell me the lighthouse keeper story again"},
+            format="json",
+        )  # fmt: skip
+
+    assert answer.status_code == 201, answer.json()
+    assert {block["layer"] for block in answer.json()["blocks"]} >= {"notes", "passages", "deeper_window"}
+
+
+@pytest.mark.parametrize("rows", ROWS)
+def test_the_digest_makes_as_many_queries_for_30_rows_as_for_3(
+    tenant, person, actor, conversation, index_inline, rows, django_assert_num_queries
+):
+    long_memory(tenant, person, actor, conversation, index_inline, rows)
+
+    with django_assert_num_queries(VISIBLE_NOTES):
+        digest = build_digest(team=tenant.team, person=person, agent=tenant.agent, scope=APOLLO)
+
+    assert len(digest.entries) == min(3 * rows, 40)  # DIGEST_LIMIT
+    assert [bank.bank_id for bank in digest.full_banks] == ["user:ada"]
