@@ -108,7 +108,7 @@ def run(scratch_team_slug: str) -> None:
     from conversations.composer import LAYERS, compose
     from conversations.models import Conversation, Message
     from conversations.services import record_message, start_conversation
-    from memory.indexing import reconcile
+    from memory.indexing import NOTES as NOTE_INDEX
     from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
 
     settings.EMBEDDER = "local"
@@ -127,7 +127,7 @@ def run(scratch_team_slug: str) -> None:
             key=f"note-{i}", description=sentence(rng, 6)[:200], content=sentence(rng, 40),
         )  # fmt: skip
     with tqdm(total=NOTES, desc="embedding notes", unit="note") as bar:
-        reconcile(progress=advance(bar))
+        NOTE_INDEX.reconcile(progress=advance(bar))
 
     now = timezone.now()
     own = start_conversation(team=team, agent=agent, person=person, started_at=now - timedelta(days=200))

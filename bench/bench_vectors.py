@@ -398,16 +398,16 @@ def fill_bank(team: Any, agent: Any, external_id: str, notes: list[LabelledNote]
 
 
 def index_all(label: str, person: Any) -> None:
-    """memory.indexing.reconcile over every stale note: earlier benchmarks' unindexed notes too."""
+    """memory.indexing.NOTES.reconcile over every stale note: earlier benchmarks' unindexed notes too."""
     from memory.embedders import get_embedder
-    from memory.indexing import reconcile, stale_notes
+    from memory.indexing import NOTES as NOTE_INDEX
     from memory.models import Note
 
     mine = Note.objects.filter(bank__person=person)
-    total = own = stale_notes(get_embedder(), mine).count()
+    total = own = NOTE_INDEX.stale(get_embedder(), mine).count()
     start = time.perf_counter()
     with tqdm(total=total, desc=f"reconcile ({label})", leave=False, unit="note") as bar:
-        report = reconcile(progress=advance(bar), notes=mine)
+        report = NOTE_INDEX.reconcile(progress=advance(bar), rows=mine)
     elapsed = time.perf_counter() - start
     assert not report.error, report.error
     assert report.indexed == total, report

@@ -151,7 +151,7 @@ def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
 
 def embed_messages(loaded: list[Loaded]) -> str:
     """Embed every loaded message in bulk with the configured (local) model; returns a line for the report."""
-    from conversations.indexing import index_messages
+    from conversations.indexing import MESSAGES
 
     lengths = {
         pk: len(turn_text(turn))
@@ -164,7 +164,7 @@ def embed_messages(loaded: list[Loaded]) -> str:
     with tqdm(total=len(ids), desc="embed messages (local)", leave=False, unit="msg") as bar:
         for offset in range(0, len(ids), EMBED_BATCH):
             batch = ids[offset : offset + EMBED_BATCH]
-            indexed += index_messages(batch)
+            indexed += MESSAGES.index(batch)
             bar.update(len(batch))
     elapsed = time.perf_counter() - start
     return (
@@ -283,7 +283,7 @@ def run(scratch_team_slug: str) -> None:
         return
     from django.conf import settings
 
-    from conversations.indexing import stale_messages
+    from conversations.indexing import MESSAGES
     from conversations.models import Message
 
     started = time.perf_counter()
@@ -300,7 +300,7 @@ def run(scratch_team_slug: str) -> None:
     load_elapsed = time.perf_counter() - load_start
     settings.EMBEDDER = "local"  # the default, whatever the environment says
     embedded = embed_messages(loaded)
-    unindexed = stale_messages(messages=Message.objects.filter(pk__in=[pk for i in loaded for pk in i.message_ids]))
+    unindexed = MESSAGES.stale(rows=Message.objects.filter(pk__in=[pk for i in loaded for pk in i.message_ids]))
     assert not unindexed.exists(), "every LoCoMo message has a vector before the questions are asked"
 
     retrievers = {

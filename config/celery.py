@@ -14,10 +14,9 @@ app.conf.beat_schedule = {
     "heartbeat": {"task": "config.tasks.record_heartbeat", "schedule": 60.0, "kwargs": {"name": "beat"}},
     # Every five minutes: remove notes whose writer-set expiry has passed.
     "expire-notes": {"task": "memory.tasks.expire_due_notes", "schedule": 300.0},
-    # Every five minutes: embed notes whose vector is missing, stale or of another model.
+    # Every five minutes: embed notes and messages (every indexed model) whose vector is missing,
+    # stale or of another model.
     "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
-    # Every five minutes: embed messages with no vector of the current model (the search's meaning half).
-    "reconcile-message-index": {"task": "conversations.tasks.reconcile_message_index", "schedule": 300.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
 }

@@ -5,5 +5,10 @@ class ConversationsConfig(AppConfig):
     name = "conversations"
 
     def ready(self) -> None:
+        # Imported once the app registry is ready, as Django asks of ready(); apps.py loads before it.
         # Registers recent_messages and search_conversation beside the memory tools.
         from conversations import tools  # noqa: F401
+        from conversations.indexing import MESSAGES
+        from memory.indexing import register
+
+        register(MESSAGES)  # the vector index (memory.indexing) embeds messages too

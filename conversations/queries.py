@@ -22,7 +22,12 @@ _LEXEME = re.compile(r"^[a-z0-9]+$")
 
 
 def meaningful_terms(text: str) -> list[str]:
-    """Distinct words that carry meaning (stop words removed), safe to put in a tsquery."""
+    """Distinct words that carry meaning (stop words removed), safe to put in a tsquery.
+
+    Postgres' `english` configuration then drops its own stop words too: of ours, it also drops
+    memory.text.KEPT_FRAGMENTS (so "don't" searches nothing here, while it counts as words for
+    worth_searching).
+    """
     seen: dict[str, None] = {}
     for word in words(text):
         if word not in STOP_WORDS and _LEXEME.match(word):

@@ -16,7 +16,7 @@ from accounts.models import Agent, Person, Team
 from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
-from conversations.indexing import schedule as schedule_indexing
+from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, Turn
 from memory.queries import TurnContext
 
@@ -72,7 +72,7 @@ def record_message(
     locked.save(update_fields=["chars_since_curation", "exchanges_since_curation"])
     conversation.chars_since_curation = locked.chars_since_curation
     conversation.exchanges_since_curation = locked.exchanges_since_curation
-    schedule_indexing(message.pk)  # embedded after commit, for the meaning half of search_messages
+    MESSAGES.schedule(message.pk)  # embedded after commit, for the meaning half of search_messages
     return message
 
 

@@ -27,6 +27,7 @@ from config.text import parse_id
 from memory import packages, services
 from memory.exceptions import InvalidArguments
 from memory.models import Bank, Note, Revision
+from memory.package_format import MemoryPackage
 from memory.serializers import BankOutput, NoteOutput, RevisionOutput
 from memory.tools import REGISTRY, Tool, ToolContext
 
@@ -296,65 +297,6 @@ class RevisionListApi(ListAPIView):
 
 # --- memory packages --------------------------------------------------------------------------
 
-_PACKAGE_NOTE = inline_serializer(
-    "MemoryPackageNote",
-    {
-        "id": serializers.IntegerField(read_only=True),
-        "key": serializers.CharField(),
-        "description": serializers.CharField(),
-        "content": serializers.CharField(),
-        "kind": serializers.CharField(required=False, help_text=f"One of {', '.join(Note.Kind.values)}; default fact."),
-        "category": serializers.CharField(required=False, allow_blank=True),
-        "scope_refs": serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False),
-        "semantics": serializers.ListField(child=serializers.CharField(), required=False),
-        "source": serializers.CharField(read_only=True),
-        "repetitions": serializers.IntegerField(read_only=True),
-        "expires_at": serializers.DateTimeField(required=False, allow_null=True),
-        "created_at": serializers.DateTimeField(required=False, help_text="Informational; ignored on import."),
-        "updated_at": serializers.DateTimeField(required=False, help_text="Informational; ignored on import."),
-    },
-    many=True,
-)
-_PACKAGE = inline_serializer(
-    "MemoryPackage",
-    {
-        "format": serializers.CharField(help_text=f'Always "{packages.FORMAT}".'),
-        "version": serializers.IntegerField(help_text=f"The format's version: {packages.VERSION}."),
-        "exported_at": serializers.DateTimeField(required=False),
-        "team": serializers.CharField(read_only=True, help_text="Export only: the team's slug."),
-        "person": serializers.DictField(read_only=True, help_text="Export only: the person's id and display name."),
-        "mutes": serializers.ListField(
-            child=serializers.DictField(), read_only=True, help_text="Export only: categories muted per agent."
-        ),
-        "withheld": inline_serializer(
-            "MemoryPackageWithheld",
-            {
-                "agent": serializers.CharField(),
-                "categories": serializers.ListField(child=serializers.CharField()),
-                "reason": serializers.CharField(),
-            },
-            read_only=True,
-            required=False,
-            help_text="Export only: the categories the person muted for the calling agent, left out of this export.",
-        ),
-        "banks": inline_serializer(
-            "MemoryPackageBank",
-            {
-                "id": serializers.CharField(required=False, help_text="Checked against kind, person and scope."),
-                "kind": serializers.CharField(help_text=f"One of {', '.join(Bank.Kind.values)}."),
-                "person": serializers.CharField(allow_null=True, required=False),
-                "scope": serializers.CharField(allow_blank=True, required=False),
-                "policy": serializers.ChoiceField(choices=Bank.Policy.choices, required=False),
-                "notes": _PACKAGE_NOTE,
-            },
-            many=True,
-        ),
-        "revisions": serializers.ListField(
-            child=serializers.DictField(), required=False, help_text="The person's revision log; ignored on import."
-        ),
-    },
-)
-
 
 class ImportApi(APIView):
     @extend_schema(
@@ -365,7 +307,7 @@ class ImportApi(APIView):
             "and the others still import. Idempotent by key. The body may also be a JSON array: the JSONL "
             "form's header object followed by one note object per element, each with bank_kind, person, scope."
         ),
-        request=_PACKAGE,
+        request=MemoryPackage,
         responses=inline_serializer(
             "ImportReport",
             {
@@ -404,7 +346,7 @@ class ExportApi(APIView):
         operation_id="exports_retrieve",
         summary="Export everything memory holds about one person",
         parameters=[OpenApiParameter("person", OpenApiTypes.STR, required=True, description="The person's id.")],
-        responses={200: _PACKAGE, **error_responses(404)},
+        responses={200: MemoryPackage, **error_responses(404)},
     )
     def get(self, request: Request) -> Response:
         external_id = request.query_params.get("person")

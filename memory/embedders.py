@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from functools import cache
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +37,9 @@ class EmbeddingUnavailable(Exception):
 class Embedder(Protocol):
     model: str
     dim: int
+    # When it last returned vectors (time.monotonic()), 0.0 before that: whoever remembers a
+    # failure of this embedder can tell whether it has answered since.
+    answered_at: float
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, each row of L2 norm 1."""
@@ -53,6 +57,7 @@ class LocalMiniLM:
 
     model = "all-minilm-l6-v2-int8"
     dim = 384
+    answered_at = 0.0
 
     def __init__(self, *, threads: int = 0, max_tokens: int = 256) -> None:
         import onnxruntime as ort
@@ -89,6 +94,7 @@ class LocalMiniLM:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[rows] = l2_normalise(pooled)
+        self.answered_at = time.monotonic()
         return out
 
 
@@ -98,6 +104,7 @@ class HashingEmbedder:
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
         self.model = f"hashing-v1-{dim}"
+        self.answered_at = 0.0
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -107,6 +114,7 @@ class HashingEmbedder:
                 bucket = int.from_bytes(digest[:4], "little") % self.dim
                 out[row, bucket] += 1.0 if digest[4] & 1 else -1.0
         out[~out.any(axis=1), 0] = 1.0  # no all-zero rows: every vector has a direction
+        self.answered_at = time.monotonic()
         return l2_normalise(out)
 
 
@@ -116,6 +124,7 @@ class OpenAIEmbedder:
     def __init__(self, *, base_url: str, model: str, dim: int, api_key: str | None, timeout: float) -> None:
         self.model = model
         self.dim = dim
+        self.answered_at = 0.0
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout)
 
@@ -148,9 +157,7 @@ class OpenAIEmbedder:
             )
         if not np.isfinite(vectors).all():
             raise EmbeddingUnavailable("the embeddings endpoint returned non-finite numbers")
-        from memory.vectors import forget_query_failures
-
-        forget_query_failures()  # it answers again: reads need not wait out a remembered failure
+        self.answered_at = time.monotonic()
         return l2_normalise(vectors)
 
 

@@ -1,10 +1,13 @@
-"""The note index: which notes need vectors, embedding them, and the reconciler.
+"""The vector index: one mechanism for every model whose rows are embedded.
 
-Every writer of a note calls `schedule` (through the write path); the embedding runs after
-commit in a Celery task, and the reconciler (beat and `manage.py reindex`) repairs whatever a
-failed or skipped task left: notes with no vector, a stale vector (content changed) or a vector
-of another model. A task stores a vector only for the text it was computed from, under a lock
-on the note that deletes take too (store_if_current), so deletes and edits never race it.
+An app registers each model it wants searched by meaning as an `IndexedModel` (memory its notes,
+below; conversations its messages), from its AppConfig.ready, so memory knows no model of the
+apps built on it. Every writer of a row calls `schedule`; the embedding runs after commit in the
+model's Celery task, and the reconciler (a beat task and `manage.py reindex`, both looping over the
+registry) repairs whatever a failed or skipped task left: rows with no vector, a vector of another
+model or width, or (where the vector records the hash of its text) a vector of text since changed.
+A task stores a vector only for the text it was computed from, under a lock on the row that
+deletes take too (store_if_current), so deletes and edits never race it.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from django.db import transaction
-from django.db.models import Exists, Func, OuterRef, QuerySet, TextField, Value
+from celery import Task, shared_task
+from django.db import models, transaction
+from django.db.models import Exists, F, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
+from django.utils.module_loading import import_string
 
 from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.models import Note, NoteVector
@@ -25,117 +31,27 @@ from memory.models import Note, NoteVector
 logger = logging.getLogger(__name__)
 
 
+def embedding_task[**P, R](func: Callable[P, R]) -> Task[P, R]:
+    """An embedding task, retried the way every one is (an embedder down, throttled or misbehaving).
+    After the last retry the reconciler picks the rows up on its next run."""
+    return shared_task(
+        ignore_result=True,
+        autoretry_for=(EmbeddingUnavailable,),
+        retry_backoff=15,
+        retry_backoff_max=600,
+        retry_jitter=True,
+        max_retries=8,
+    )(func)
+
+
 def namespace_for(team_id: int) -> str:
     return f"team:{team_id}"
-
-
-def index_text(note: Note) -> str:
-    return f"{note.key}\n{note.description}\n{note.content}"
-
-
-def text_hash(note: Note) -> str:
-    return hashlib.sha256(index_text(note).encode()).hexdigest()
 
 
 class _Sha256Hex(Func):
     # Postgres' built-in sha256() (Django's SHA256 needs the pgcrypto extension instead).
     template = "encode(sha256(convert_to(%(expressions)s, 'UTF8')), 'hex')"
     output_field = TextField()
-
-
-def _sql_text_hash() -> Func:
-    # Must produce exactly text_hash(): sha256 of key, description and content joined by newlines.
-    return _Sha256Hex(Concat("key", Value("\n"), "description", Value("\n"), "content", output_field=TextField()))
-
-
-def stale_notes(embedder: Embedder | None = None, notes: QuerySet[Note] | None = None) -> QuerySet[Note]:
-    """Notes without a current vector: none at all, one of another model or width, or one of old text."""
-    embedder = embedder or get_embedder()
-    notes = Note.objects.all() if notes is None else notes
-    if embedder is None:
-        return notes.none()
-    current = NoteVector.objects.filter(
-        note=OuterRef("pk"),
-        team=OuterRef("team"),
-        model=embedder.model,
-        dim=embedder.dim,
-        text_hash=OuterRef("indexed_hash"),
-    )
-    return notes.annotate(indexed_hash=_sql_text_hash()).filter(~Exists(current))
-
-
-def schedule(note_id: int) -> None:
-    """Index this note after the surrounding transaction commits (a no-op without an embedder)."""
-    if get_embedder() is None:
-        return
-    transaction.on_commit(lambda: dispatch([note_id]), robust=True)
-
-
-def dispatch(note_ids: list[int]) -> None:
-    from memory.tasks import embed_notes
-
-    embed_notes.delay(note_ids)
-
-
-def index_notes(note_ids: Iterable[int], embedder: Embedder | None = None) -> int:
-    """Embed the given notes that need it; safe to run twice. Returns how many vectors were stored.
-
-    A note deleted or rewritten while its text was being embedded gets nothing: the vector is
-    stored only if the note still holds exactly the text it was computed from (see
-    store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
-    """
-    embedder = embedder or get_embedder()
-    if embedder is None:
-        return 0
-    notes = list(stale_notes(embedder, Note.objects.filter(pk__in=list(note_ids))).order_by("pk"))
-    if not notes:
-        return 0
-    vectors = embedder.embed([index_text(note) for note in notes])
-    return sum(
-        store_if_current(note, embedded_hash=text_hash(note), vector=vector, embedder=embedder)
-        for note, vector in zip(notes, vectors, strict=True)
-    )
-
-
-def store_if_current(note: Note, *, embedded_hash: str, vector: np.ndarray, embedder: Embedder) -> bool:
-    """Store a note's vector if the note still exists and still hashes to `embedded_hash`.
-
-    The note's row is locked before it is re-read, and held until the vector is committed. A
-    delete (the write path locks the row before Django collects the note's vectors) or an edit
-    then either committed first, and we find the row gone or its text changed and store nothing,
-    or waits for us, and the delete removes our vector with the note. An older task finishing
-    after a newer one finds the newer text and cannot overwrite its vector. One note per
-    transaction: the task never holds one note while waiting for another, so it cannot deadlock
-    with a writer that removes several notes in one transaction.
-    """
-    with transaction.atomic():
-        current = (
-            Note.objects.select_for_update(no_key=True, of=("self",))
-            .filter(pk=note.pk)
-            .only("pk", "team_id", "key", "description", "content")
-            .order_by("pk")
-            .first()
-        )
-        if current is None or text_hash(current) != embedded_hash:
-            return False
-        row = NoteVector(
-            team_id=current.team_id,
-            note_id=current.pk,
-            namespace=namespace_for(current.team_id),
-            model=embedder.model,
-            dim=embedder.dim,
-            text_hash=embedded_hash,
-            embedding=vector,
-        )
-        NoteVector.objects.bulk_create(
-            [row],
-            update_conflicts=True,
-            unique_fields=["team", "note", "model"],
-            update_fields=["namespace", "dim", "text_hash", "embedding", "created_at"],
-        )
-        # Vectors of other models are invisible to queries; drop them once a current one exists.
-        NoteVector.objects.filter(note_id=current.pk).exclude(model=embedder.model).delete()
-    return True
 
 
 @dataclass
@@ -145,28 +61,204 @@ class ReconcileReport:
     failed: int
     error: str = ""
 
+    def summary(self) -> str:
+        return f"checked {self.checked}, indexed {self.indexed}, failed {self.failed} {self.error}".strip()
 
-def reconcile(
-    *,
-    batch_size: int = 64,
-    limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    notes: QuerySet[Note] | None = None,
-) -> ReconcileReport:
-    """Find and fix every stale note (of `notes`, default all), in batches. Stops at the first
-    embedder failure and says so."""
-    embedder = get_embedder()
-    if embedder is None:
-        return ReconcileReport(0, 0, 0, "no embedder is configured (EMBEDDER=none)")
-    pending = list(stale_notes(embedder, notes).order_by("pk").values_list("pk", flat=True)[:limit])
-    indexed = 0
-    for start in range(0, len(pending), batch_size):
-        batch = pending[start : start + batch_size]
-        try:
-            indexed += index_notes(batch, embedder)
-        except EmbeddingUnavailable as exc:
-            logger.warning("reindex stopped after %s notes: %s", indexed, exc)
-            return ReconcileReport(len(pending), indexed, len(pending) - start, str(exc))
-        if progress is not None:
-            progress(len(batch))
-    return ReconcileReport(len(pending), indexed, 0)
+
+@dataclass(frozen=True)
+class IndexedModel:
+    """A model whose rows are embedded, and how.
+
+    The vector model has a foreign key `row_field` to the row, and `team`, `namespace`, `model`,
+    `dim`, `embedding` and `created_at` fields, with one vector per (team, row, model).
+    """
+
+    label: str  # the row's noun, as reports say it: "note"
+    model: type[models.Model]
+    vector_model: type[models.Model]
+    row_field: str  # the vector model's foreign key to the row
+    text_fields: tuple[str, ...]  # what is embedded: these fields, joined by newlines
+    task: str  # the Celery task that embeds rows after commit, called with a list of ids
+    # Whether a vector records the sha256 of the text it was computed from (a `text_hash`
+    # field), so that a vector of text since edited is known stale. Without it a vector is
+    # current as long as its model and width are: for rows whose text never changes.
+    hashes_text: bool = False
+
+    # --- the text --------------------------------------------------------------------------
+
+    def text(self, row: models.Model) -> str:
+        return "\n".join(getattr(row, name) for name in self.text_fields)
+
+    def text_hash(self, row: models.Model) -> str:
+        return hashlib.sha256(self.text(row).encode()).hexdigest()
+
+    def _sql_text_hash(self) -> Func:
+        # Must produce exactly text_hash(): sha256 of the text fields joined by newlines.
+        parts: list[Any] = []
+        for name in self.text_fields:
+            parts += [Value("\n"), name] if parts else [name]
+        text = Concat(*parts, output_field=TextField()) if len(parts) > 1 else F(parts[0])
+        return _Sha256Hex(text)
+
+    # --- what needs a vector ---------------------------------------------------------------
+
+    def stale(self, embedder: Embedder | None = None, rows: QuerySet[Any] | None = None) -> QuerySet[Any]:
+        """Rows (of `rows`, default all) without a current vector: none at all, one of another
+        model or width, or one of text since changed."""
+        embedder = embedder or get_embedder()
+        rows = self.model._default_manager.all() if rows is None else rows
+        if embedder is None:
+            return rows.none()
+        current = self.vector_model._default_manager.filter(
+            **{self.row_field: OuterRef("pk")}, team=OuterRef("team"), model=embedder.model, dim=embedder.dim
+        )
+        if not self.hashes_text:
+            return rows.filter(~Exists(current))
+        current = current.filter(text_hash=OuterRef("indexed_hash"))
+        stale: QuerySet[models.Model] = rows.annotate(indexed_hash=self._sql_text_hash()).filter(~Exists(current))
+        return stale
+
+    # --- embedding -------------------------------------------------------------------------
+
+    def schedule(self, pk: int) -> None:
+        """Index this row after the surrounding transaction commits (a no-op without an embedder)."""
+        if get_embedder() is None:
+            return
+        transaction.on_commit(lambda: dispatch(self, [pk]), robust=True)
+
+    def index(self, ids: Iterable[int], embedder: Embedder | None = None) -> int:
+        """Embed the given rows that need it, in one batch; safe to run twice. Returns how many
+        vectors were stored.
+
+        A row deleted or rewritten while its text was being embedded gets nothing: the vector is
+        stored only if the row still holds exactly the text it was computed from (see
+        store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
+        """
+        embedder = embedder or get_embedder()
+        if embedder is None:
+            return 0
+        rows = list(
+            self.stale(embedder, self.model._default_manager.filter(pk__in=list(ids)))
+            .only("pk", "team_id", *self.text_fields)
+            .order_by("pk")
+        )
+        if not rows:
+            return 0
+        vectors = embedder.embed([self.text(row) for row in rows])
+        return sum(
+            self.store_if_current(row, vector=vector, embedder=embedder)
+            for row, vector in zip(rows, vectors, strict=True)
+        )
+
+    def store_if_current(self, row: models.Model, *, vector: np.ndarray, embedder: Embedder) -> bool:
+        """Store the vector of `row`'s text if the row still exists and still holds that text.
+
+        The row is locked before it is re-read, and held until the vector is committed. A delete
+        (every write path locks the row before Django collects its vectors) or an edit then either
+        committed first, and we find the row gone or its text changed and store nothing, or waits
+        for us, and the delete removes our vector with the row. An older task finishing after a
+        newer one finds the newer text and cannot overwrite its vector. One row per transaction:
+        the task never holds one row while waiting for another, so it cannot deadlock with a
+        writer that removes several rows in one transaction.
+        """
+        embedded_hash = self.text_hash(row)
+        with transaction.atomic():
+            current: Any = (
+                self.model._default_manager.select_for_update(no_key=True, of=("self",))
+                .filter(pk=row.pk)
+                .only("pk", "team_id", *self.text_fields)
+                .order_by("pk")
+                .first()
+            )
+            if current is None or self.text_hash(current) != embedded_hash:
+                return False
+            fields: dict[str, Any] = {
+                "team_id": current.team_id,
+                f"{self.row_field}_id": current.pk,
+                "namespace": namespace_for(current.team_id),
+                "model": embedder.model,
+                "dim": embedder.dim,
+                "embedding": vector,
+            }
+            update_fields = ["namespace", "dim", "embedding", "created_at"]
+            if self.hashes_text:
+                fields["text_hash"] = embedded_hash
+                update_fields.append("text_hash")
+            vectors = self.vector_model._default_manager
+            vectors.bulk_create(
+                [self.vector_model(**fields)],
+                update_conflicts=True,
+                unique_fields=["team", self.row_field, "model"],
+                update_fields=update_fields,
+            )
+            # Vectors of other models are invisible to queries; drop them once a current one exists.
+            vectors.filter(**{f"{self.row_field}_id": current.pk}).exclude(model=embedder.model).delete()
+        return True
+
+    # --- repair ----------------------------------------------------------------------------
+
+    def reconcile(
+        self,
+        *,
+        batch_size: int = 64,
+        limit: int | None = None,
+        progress: Callable[[int], None] | None = None,
+        rows: QuerySet[Any] | None = None,
+    ) -> ReconcileReport:
+        """Find and embed every stale row (of `rows`, default all), in batches. Stops at the first
+        embedder failure and says so."""
+        embedder = get_embedder()
+        if embedder is None:
+            return ReconcileReport(0, 0, 0, "no embedder is configured (EMBEDDER=none)")
+        pending = list(self.stale(embedder, rows).order_by("pk").values_list("pk", flat=True)[:limit])
+        indexed = 0
+        for start in range(0, len(pending), batch_size):
+            batch = pending[start : start + batch_size]
+            try:
+                indexed += self.index(batch, embedder)
+            except EmbeddingUnavailable as exc:
+                logger.warning("%s reindex stopped after %s %ss: %s", self.label, indexed, self.label, exc)
+                return ReconcileReport(len(pending), indexed, len(pending) - start, str(exc))
+            if progress is not None:
+                progress(len(batch))
+        return ReconcileReport(len(pending), indexed, 0)
+
+
+def dispatch(indexed: IndexedModel, ids: list[int]) -> None:
+    """Queue the model's embedding task. (Named by path: the tasks import this module.)"""
+    import_string(indexed.task).delay(ids)
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+_REGISTRY: dict[str, IndexedModel] = {}
+
+
+def register(indexed: IndexedModel) -> None:
+    """Add a model to the index (from its app's AppConfig.ready); registering it again is a no-op."""
+    known = _REGISTRY.setdefault(indexed.label, indexed)
+    if known != indexed:
+        raise ValueError(f"Another indexed model is already registered as {indexed.label!r}.")
+
+
+def indexed_models() -> list[IndexedModel]:
+    """Every registered model, in the order the apps registered them (INSTALLED_APPS order)."""
+    return list(_REGISTRY.values())
+
+
+# --- notes ------------------------------------------------------------------------------------
+
+NOTES = IndexedModel(
+    label="note",
+    model=Note,
+    vector_model=NoteVector,
+    row_field="note",
+    text_fields=("key", "description", "content"),
+    task="memory.tasks.embed_notes",
+    hashes_text=True,  # notes are edited: a vector of the text before an edit is stale
+)
+
+
+def schedule(note_id: int) -> None:
+    """Index this note after the surrounding transaction commits: what every writer of a note calls."""
+    NOTES.schedule(note_id)

@@ -6,44 +6,10 @@ every note through the single write path (`memory.services.remember`, source ``i
 exactly as for any other write. Export gathers everything Mnemo's memory holds about one person,
 for a data-access request (export plus erase answer a data-subject request).
 
-Format, as JSON (one object)::
-
-    {
-      "format": "mnemo.memory-package",
-      "version": 1,
-      "exported_at": "2026-11-30T12:00:00+00:00",
-      "banks": [
-        {
-          "id": "user:ada:project:apollo",          # optional on import; checked when present
-          "kind": "private" | "shared" | "global",
-          "person": "ada" | null,                   # the person's id; null for a shared bank
-          "scope": "project:apollo" | "",
-          "policy": "curated" | "bounded",          # informational; ignored on import
-          "notes": [
-            {
-              "key": "prefers-norwegian",
-              "description": "Prefers answers in Norwegian",
-              "content": "...",
-              "kind": "preference",                 # default fact
-              "category": "",                       # optional
-              "scope_refs": {"project": ["P"]},     # optional
-              "semantics": ["language"],            # optional; exact ontology ids of the target team
-              "expires_at": "2027-01-01T00:00:00+00:00" | null,   # optional
-              "created_at": "...", "updated_at": "..."            # optional; informational
-            }
-          ]
-        }
-      ],
-      "revisions": [...]                            # optional; ignored on import
-    }
-
-and as JSONL: a header line ``{"format": "mnemo.memory-package", "version": 1}`` followed by one
-note per line that carries its bank inline::
-
-    {"format": "mnemo.memory-package", "version": 1}
-    {"bank_kind": "global", "person": "ada", "scope": "", "key": "home-town", "description": "...", "content": "..."}
-
-(a JSONL line may also carry ``"bank"``, the bank id, which is then checked like a bank's ``id``).
+The format is described once, by the pydantic models of memory.package_format: `MemoryPackage`
+(a JSON object: the header, then banks of notes) and `MemoryPackageLine` (the JSONL form: the
+header line, then one note per line carrying its bank). They validate an import and give the
+OpenAPI schema of /api/v1/imports and /api/v1/exports.
 
 On import:
 
@@ -59,22 +25,19 @@ On import:
   ``refused`` revision, while the other notes still import.
 - A file that is not a memory package of a known version is refused as a whole
   (``InvalidNote``, 400 ``invalid``) before anything is written.
-
-Export writes extra top-level members (``team``, ``person``, ``mutes``, and ``withheld`` when made
-for an agent) and extra note members (``id``, ``source``, ``repetitions``), all ignored on import.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
+from pydantic import ValidationError
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
@@ -84,14 +47,17 @@ from memory import services
 from memory.banks import bank_id_for, bank_kind_for
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute, Note, Revision
-from memory.validation import validate_scope
-
-FORMAT = "mnemo.memory-package"
-VERSION = 1
-HEADER = {"format": FORMAT, "version": VERSION}
-EXPECTED = (
-    f'a JSON object with "format": "{FORMAT}" and "version": {VERSION} (or JSONL whose first line is that header)'
+from memory.package_format import (
+    BANK_MEMBERS,
+    EXPECTED,
+    HEADER,
+    MemoryPackage,
+    MemoryPackageHeader,
+    MemoryPackageLine,
+    format_error,
+    is_shape_error,
 )
+from memory.validation import validate_scope
 
 Progress = Callable[[int, int], None]  # (notes done, notes in the package)
 
@@ -172,24 +138,9 @@ def parse_package_text(text: str) -> dict[str, Any] | list[dict[str, Any]]:
     return parsed
 
 
-def _check_header(header: Any, where: str) -> None:
-    if not isinstance(header, dict):
-        raise InvalidNote(f"{where} is not a JSON object; expected {EXPECTED}.", field="format")
-    found = header.get("format")
-    if found != FORMAT:
-        raise InvalidNote(
-            f'Unknown package format {found!r} in {where}; expected "format": "{FORMAT}".', field="format"
-        )
-    version = header.get("version")
-    if type(version) is not int or version != VERSION:
-        raise InvalidNote(
-            f"Unsupported {FORMAT} version {version!r}; this Mnemo reads version {VERSION}.", field="version"
-        )
-
-
 @dataclass(frozen=True)
 class _Entry:
-    """One note to import and the bank it names."""
+    """One note to import and the bank it names, as the package gives them."""
 
     bank_kind: Any
     person: Any
@@ -197,34 +148,43 @@ class _Entry:
     bank_id: Any  # as stated in the package, or None
     note: dict[str, Any]
 
+    def as_line(self) -> dict[str, Any]:
+        return {
+            **self.note,
+            "bank_kind": self.bank_kind,
+            "person": self.person,
+            "scope": self.scope,
+            "bank": self.bank_id,
+        }
+
 
 def _entries(data: Any) -> list[_Entry]:
-    """Check the package's structure (nothing is written if it is wrong) and list its notes."""
+    """Check the package's shape (nothing is written if it is wrong) and list its notes."""
     if (problem := find_unstorable(data)) is not None:
         # Text Postgres cannot store (or a number out of range) anywhere refuses the whole file,
         # as a malformed file: no exporter writes one, and it may be in a person id many notes share.
         raise InvalidNote(f"{problem.field} {problem.message} Nothing was imported.", field=problem.field)
     if isinstance(data, dict):
-        _check_header(data, "the package")
-        banks = data.get("banks")
-        if not isinstance(banks, list):
-            raise InvalidNote('"banks" must be a list of banks, each with its "notes".', field="banks")
-        entries: list[_Entry] = []
-        for b, bank in enumerate(banks):
-            if not isinstance(bank, dict):
-                raise InvalidNote(f"banks[{b}] is not a JSON object.", field=f"banks[{b}]")
-            notes = bank.get("notes", [])
-            if not isinstance(notes, list):
-                raise InvalidNote(f"banks[{b}].notes must be a list of notes.", field=f"banks[{b}].notes")
-            for n, note in enumerate(notes):
-                if not isinstance(note, dict):
-                    raise InvalidNote(f"banks[{b}].notes[{n}] is not a JSON object.", field=f"banks[{b}].notes[{n}]")
-                entries.append(_Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note))
-        return entries
+        try:
+            MemoryPackage.model_validate(data, context={"where": "the package"})
+        except ValidationError as exc:
+            shape = [error for error in exc.errors() if is_shape_error(error["loc"])]
+            if shape:
+                raise format_error(shape[0]) from None
+        return [
+            _Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note)
+            for bank in data["banks"]
+            for note in bank.get("notes", [])
+        ]
     if isinstance(data, list):
         if not data:
             raise InvalidNote(f"The package is empty; expected {EXPECTED}.", field="format")
-        _check_header(data[0], "the header line")
+        if not isinstance(data[0], dict):
+            raise InvalidNote(f"the header line is not a JSON object; expected {EXPECTED}.", field="format")
+        try:
+            MemoryPackageHeader.model_validate(data[0], context={"where": "the header line"})
+        except ValidationError as exc:
+            raise format_error(exc.errors()[0]) from None
         entries = []
         for number, line in enumerate(data[1:], 2):
             if not isinstance(line, dict):
@@ -291,9 +251,20 @@ def _import_entry(
     raw_key = note.get("key")
     key_label = raw_key if isinstance(raw_key, str) else ""
     bank_label = entry.bank_id if isinstance(entry.bank_id, str) else ""
+    line: MemoryPackageLine | None = None
+    errors: Sequence[Mapping[str, Any]] = []
     try:
+        line = MemoryPackageLine.model_validate(entry.as_line())
+    except ValidationError as exc:
+        # Where the note goes is checked before the note, as the write path would.
+        errors = sorted(exc.errors(), key=lambda error: error["loc"][0] not in BANK_MEMBERS)
+    try:
+        if errors and errors[0]["loc"][0] in BANK_MEMBERS:
+            raise format_error(errors[0])
         bank, bank_label, person, scope = _target(team, entry, people)
-        fields = _note_fields(note)
+        if line is None:
+            raise format_error(errors[0])
+        fields = _note_fields(line)
     except DomainError as exc:  # refused before the write path, which logs its own refusals: log it here
         services.record_refused_call(
             team=team, actor=actor, operation="import",
@@ -327,14 +298,9 @@ def _import_entry(
 
 
 def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, str, Person | None, str]:
-    """The remember arguments (bank, scope, person) for an entry, and the bank id they lead to."""
+    """The remember arguments (bank, scope, person) for an entry whose bank_kind and scope are
+    well formed, and the bank id they lead to."""
     which = entry.bank_kind
-    if not isinstance(which, str) or which not in Bank.Kind.values:
-        raise InvalidNote(
-            f"A bank's kind must be one of {', '.join(Bank.Kind.values)} (got {which!r}).", field="bank_kind"
-        )
-    if entry.scope is not None and not isinstance(entry.scope, str):
-        raise InvalidNote("A bank's scope must be a string such as project:apollo.", field="scope")
     scope = validate_scope(entry.scope)
     kind = bank_kind_for(which, scope)
     external_id = None
@@ -357,41 +323,18 @@ def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, 
     return which, bank_id, person, scope
 
 
-def _note_fields(note: dict[str, Any]) -> dict[str, Any]:
-    """The note's fields as remember takes them; only their types are checked here, the rest is the write path's."""
-    fields: dict[str, Any] = {}
-    for name in ("key", "description", "content"):
-        value = note.get(name)
-        if not isinstance(value, str):
-            raise InvalidNote(f"{name} must be a string.", field=name)
-        fields[name] = value
-    for name, default in (("kind", Note.Kind.FACT), ("category", "")):
-        value = note.get(name)
-        if value is None:
-            value = default
-        if not isinstance(value, str):
-            raise InvalidNote(f"{name} must be a string.", field=name)
-        fields[name] = value
-    fields["scope_refs"] = note.get("scope_refs")
-    fields["semantics"] = note.get("semantics")
-    fields["expires_at"] = _parse_time(note.get("expires_at"), "expires_at")
-    return fields
-
-
-def _parse_time(value: Any, name: str) -> datetime | None:
-    if value is None or value == "":
-        return None
-    parsed = None
-    if isinstance(value, str):
-        try:
-            parsed = parse_datetime(value)
-        except ValueError:
-            parsed = None
-    if parsed is None:
-        raise InvalidNote(f"{name} must be an ISO 8601 date and time (got {value!r}).", field=name)
-    if timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
+def _note_fields(line: MemoryPackageLine) -> dict[str, Any]:
+    """The note's fields as remember takes them: the format checked their types, the write path checks the rest."""
+    return {
+        "key": line.key,
+        "description": line.description,
+        "content": line.content,
+        "kind": line.kind,
+        "category": line.category,
+        "scope_refs": line.scope_refs,
+        "semantics": line.semantics,
+        "expires_at": line.expires_at,
+    }
 
 
 # --- export -----------------------------------------------------------------------------------

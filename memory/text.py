@@ -13,160 +13,34 @@ _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 LINK = re.compile(r"\[\[([^\[\]]{1,100})\]\]")
 
-# Words that carry no meaning for matching. "Fewer than two real words" (passages) counts
-# the words left after removing these.
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "i'm",
-        "im",
-        "it's",
-        "its",
-        "you're",
-        "youre",
-        "ok",
-        "okay",
-        "yes",
-        "yeah",
-        "thanks",
-        "thank",
-        "please",
-        "hi",
-        "hello",
-        "hey",
-        "also",
-        "get",
-        "got",
-        "let",
-        "lets",
-        "us",
-    ]
+# Postgres' `english` text search configuration drops these words (its tsearch_data/english.stop,
+# the Snowball list), so the conversation search, which runs in Postgres, never matches them.
+# tests/memory/test_stop_words.py checks this copy against the Postgres the service runs with.
+POSTGRES_ENGLISH_STOP_WORDS = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers
+    herself it its itself they them their theirs themselves what which who whom this that these those am is
+    are was were be been being have has had having do does did doing a an the and but if or because as until
+    while of at by for with about against between into through during before after above below to from up
+    down in out on off over under again further then once here there when where why how all any both each few
+    more most other some such no nor not only own same so than too very s t can will just don should now
+    """.split()  # noqa: SIM905 (words as Postgres ships them: a list literal formats to 127 lines)
 )
+
+# Our stop words (tokens for BM25 over notes, the words a query searches messages with, "fewer
+# than two real words" for passages) start from that list and differ in two ways, both pinned by
+# tests/memory/test_stop_words.py:
+# - words of chat that tell nothing about a person (greetings, thanks, fillers, "could"): Postgres
+#   indexes them, we do not, so "ok thanks, hello" is not worth searching and never ranks a note;
+CHAT_STOP_WORDS = frozenset(
+    "also could get got hello hey hi im let lets ok okay please thank thanks us would yeah yes youre".split()  # noqa: SIM905
+)
+# - what a contraction or a possessive leaves once split at the apostrophe ("don't" is don and t,
+#   "Ada's" is ada and s), which Postgres drops and we keep as words: the note ranking and the
+#   passages gate have always counted them (dropping them would move rankings: a change to make
+#   on its own, with the benchmarks).
+KEPT_FRAGMENTS = frozenset({"don", "s", "t"})
+STOP_WORDS = (POSTGRES_ENGLISH_STOP_WORDS - KEPT_FRAGMENTS) | CHAT_STOP_WORDS
 
 
 def normalize_key(raw: str) -> str:

@@ -13,7 +13,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Team
 from memory.embedders import EmbeddingUnavailable, get_embedder
-from memory.indexing import namespace_for, text_hash
+from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
 
 logger = logging.getLogger(__name__)
@@ -32,18 +32,13 @@ QUERY_FAILURE_MEMORY = 30.0  # seconds a failed query embedding is not retried
 _lock = threading.Lock()
 
 
-def forget_query_failures() -> None:
-    """The embedder answered again: queries that failed may be tried at once."""
-    with _lock:
-        _QUERY_FAILURES.clear()
-
-
 def embed_query(text: str) -> tuple[np.ndarray | None, str]:
     """The query's vector, or (None, why) when the embedder is unavailable.
 
     One turn embeds the same text several times (note ordering, each passages search): recent
     vectors are kept, and a recent failure is not retried, so a hanging embedder costs a turn
-    one timeout rather than one per search.
+    one timeout rather than one per search. A failure is forgotten as soon as the embedder has
+    answered since (for any caller: an index task run in this process included).
     """
     embedder = get_embedder()
     if embedder is None:
@@ -53,9 +48,9 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
         if key in _QUERY_CACHE:
             _QUERY_CACHE.move_to_end(key)
             return _QUERY_CACHE[key], ""
-        failed = _QUERY_FAILURES.get(key)
-        if failed is not None and time.monotonic() - failed[0] < QUERY_FAILURE_MEMORY:
-            return None, failed[1]
+        failed_at, reason = _QUERY_FAILURES.get(key, (0.0, ""))
+        if failed_at > embedder.answered_at and time.monotonic() - failed_at < QUERY_FAILURE_MEMORY:
+            return None, reason
     try:
         vector = embedder.embed([text])[0]
     except EmbeddingUnavailable as exc:
@@ -96,7 +91,7 @@ def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
         .annotate(distance=CosineDistance("embedding", vector.tolist()))
         .values_list("note_id", "text_hash", "distance")
     )
-    current = {note.pk: text_hash(note) for note in notes}
+    current = {note.pk: NOTES.text_hash(note) for note in notes}
     return Similarities(
         scores={note_id: 1.0 - float(distance) for note_id, hashed, distance in rows if current[note_id] == hashed}
     )

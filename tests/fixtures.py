@@ -117,21 +117,16 @@ def index_inline(mocker: Any, django_capture_on_commit_callbacks: Any) -> Callab
     Use `with index_inline(): ...` around the writes; their indexing runs when the block ends. An
     embedder failure is logged and left for the retry and the reconciler, as the Celery tasks do.
     """
-    from conversations.indexing import index_messages
     from memory.embedders import EmbeddingUnavailable
-    from memory.indexing import index_notes
+    from memory.indexing import IndexedModel
 
-    def inline(index: Callable[[list[int]], int]) -> Callable[[list[int]], None]:
-        def run(ids: list[int]) -> None:
-            try:
-                index(ids)
-            except EmbeddingUnavailable as exc:
-                logger.warning("inline indexing failed: %s", exc)
+    def run_inline(indexed: IndexedModel, ids: list[int]) -> None:
+        try:
+            indexed.index(ids)
+        except EmbeddingUnavailable as exc:
+            logger.warning("inline indexing failed: %s", exc)
 
-        return run
-
-    mocker.patch("memory.indexing.dispatch", side_effect=inline(index_notes))
-    mocker.patch("conversations.indexing.dispatch", side_effect=inline(index_messages))
+    mocker.patch("memory.indexing.dispatch", side_effect=run_inline)  # the one seam, for every indexed model
 
     def capture() -> Any:
         return django_capture_on_commit_callbacks(execute=True)
@@ -144,7 +139,6 @@ def no_broker(mocker: Any) -> None:
     """Writes that commit for real send their after-commit indexing nowhere (not to the broker);
     the test calls the indexing itself."""
     mocker.patch("memory.indexing.dispatch")
-    mocker.patch("conversations.indexing.dispatch")
 
 
 # --- the lens and the demo ---------------------------------------------------------------------

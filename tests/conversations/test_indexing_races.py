@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.indexing import index_messages, stale_messages, store_if_current
+from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector
 from conversations.services import delete_conversation, delete_message, record_message
 from memory.embedders import HashingEmbedder
@@ -33,7 +33,7 @@ def message(conversation) -> Message:
 def test_a_message_deleted_while_it_is_embedded_gets_no_vector_and_nothing_raises(message):
     embedder = MidEmbed(lambda: on_other_connection(lambda: delete_message(message=Message.objects.get(pk=message.pk))))
 
-    assert index_messages([message.pk], embedder) == 0
+    assert MESSAGES.index([message.pk], embedder) == 0
 
     assert embedder.during is None
     assert not Message.objects.filter(pk=message.pk).exists()
@@ -47,7 +47,7 @@ def test_a_delete_still_in_progress_when_the_vector_is_stored_wins_and_nothing_r
         deleting = OpenTransaction(lambda: delete_message(message=Message.objects.get(pk=message.pk)))
         committed.append(commit_once_blocked(deleting))
 
-    assert index_messages([message.pk], MidEmbed(delete_and_hold_until_the_task_waits)) == 0
+    assert MESSAGES.index([message.pk], MidEmbed(delete_and_hold_until_the_task_waits)) == 0
 
     committed[0].result()
     assert not Message.objects.filter(pk=message.pk).exists()
@@ -58,7 +58,7 @@ def test_a_delete_still_in_progress_when_the_vector_is_stored_wins_and_nothing_r
 def test_a_delete_that_meets_an_index_write_in_progress_waits_and_takes_the_vector_with_it(message, path):
     embedder = HashingEmbedder()
     vector = embedder.embed([message.content])[0]
-    storing = OpenTransaction(lambda: store_if_current(message, vector=vector, embedder=embedder))
+    storing = OpenTransaction(lambda: MESSAGES.store_if_current(message, vector=vector, embedder=embedder))
 
     if path == "delete_message":
         delete = Background(lambda: delete_message(message=Message.objects.get(pk=message.pk)))
@@ -79,6 +79,6 @@ def test_a_message_whose_text_changed_while_it_was_embedded_gets_no_vector_of_th
     def blank() -> None:
         Message.objects.filter(pk=message.pk).update(content="[erased]")
 
-    assert index_messages([message.pk], MidEmbed(lambda: on_other_connection(blank))) == 0
+    assert MESSAGES.index([message.pk], MidEmbed(lambda: on_other_connection(blank))) == 0
     assert not MessageVector.objects.exists()
-    assert list(stale_messages()) == [Message.objects.get(pk=message.pk)]
+    assert list(MESSAGES.stale()) == [Message.objects.get(pk=message.pk)]

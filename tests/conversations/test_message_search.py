@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conversations.indexing import index_messages, reconcile, stale_messages
+from conversations.indexing import MESSAGES
 from conversations.models import MessageVector
 from conversations.queries import rank_messages, search_messages
 from conversations.services import delete_message, record_message, start_conversation
@@ -38,7 +38,7 @@ def test_a_recorded_message_is_embedded_after_commit(tenant, conversation, index
         256,
     )
     assert np.isclose(np.linalg.norm(np.array(vector.embedding, dtype=np.float32)), 1.0)
-    assert not stale_messages().exists()
+    assert not MESSAGES.stale().exists()
 
 
 def test_no_indexing_is_scheduled_without_an_embedder(conversation, settings, django_capture_on_commit_callbacks):
@@ -58,14 +58,14 @@ def test_a_deleted_message_takes_its_vector_and_leaves_every_search(tenant, pers
     delete_message(message=doomed)
     assert not MessageVector.objects.filter(message_id=doomed_id).exists()
     assert search_messages(agent=tenant.agent, person=person, query="passport number K1234") == []
-    assert index_messages([doomed_id]) == 0  # a late task for a deleted message writes nothing
+    assert MESSAGES.index([doomed_id]) == 0  # a late task for a deleted message writes nothing
     assert not MessageVector.objects.filter(message_id=doomed_id).exists()
 
 
 def test_index_messages_is_safe_to_run_twice(conversation):
     message = say(conversation, "Ada lives in Oslo")
-    assert index_messages([message.pk]) == 1
-    assert index_messages([message.pk]) == 0
+    assert MESSAGES.index([message.pk]) == 1
+    assert MESSAGES.index([message.pk]) == 0
     assert MessageVector.objects.count() == 1
 
 
@@ -76,12 +76,12 @@ def test_the_reconciler_and_reindex_embed_messages_left_without_vectors(conversa
     for i in range(3):
         say(conversation, f"message number {i}")
     settings.EMBEDDER = "hashing"
-    assert stale_messages().count() == 3
-    assert reconcile(batch_size=2).indexed == 3
-    assert not stale_messages().exists()
+    assert MESSAGES.stale().count() == 3
+    assert MESSAGES.reconcile(batch_size=2).indexed == 3
+    assert not MESSAGES.stale().exists()
 
     settings.EMBEDDING_DIM = 64  # a model change: every message is stale again
-    assert stale_messages().count() == 3
+    assert MESSAGES.stale().count() == 3
     call_command("reindex", "--batch-size", "2")
     out = capsys.readouterr().out
     assert "3 message(s) to index with hashing-v1-64" in out
@@ -185,9 +185,9 @@ def test_when_the_embedder_is_down_words_still_answer_and_the_search_says_so(
         ]
         with index_inline():  # a message written while it is down is recorded all the same
             later = say(conversation, "Ada moved to Bergen")
-        assert list(stale_messages()) == [later]
+        assert list(MESSAGES.stale()) == [later]
         behaviour.mode = "ok"
-        assert reconcile().indexed == 1
+        assert MESSAGES.reconcile().indexed == 1
 
 
 def test_vectors_never_reach_another_agent_person_or_team(

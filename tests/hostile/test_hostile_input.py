@@ -33,7 +33,7 @@ from config.mcp import call_tool
 from conversations import services as conversations
 from conversations.models import Conversation, Message, Turn
 from memory.models import Bank, CategoryMute, Note, Revision
-from memory.packages import FORMAT
+from memory.package_format import FORMAT
 from memory.services import Actor, remember
 from memory.tools import REGISTRY
 from tests.fixtures import Tenant, make_tenant

@@ -24,7 +24,7 @@ from curator.providers import CurationRequest, OpenAIProvider, ProviderError
 from curator.schemas import ConsolidationPlan
 from memory.exceptions import InvalidNote
 from memory.models import Note, Revision
-from memory.packages import FORMAT
+from memory.package_format import FORMAT
 from memory.services import Actor, append_observation, remember
 from tests.curator.chat_server import Script, chat_server
 from tests.factories import note_fields

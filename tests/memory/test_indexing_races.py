@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memory.embedders import HashingEmbedder
-from memory.indexing import index_notes, index_text, stale_notes, store_if_current, text_hash
+from memory.indexing import NOTES
 from memory.models import Note, NoteVector
 from memory.services import delete_note, edit_note, erase_note, forget, remember
 from memory.vectors import similarities
@@ -47,7 +47,7 @@ def test_a_note_deleted_while_it_is_embedded_gets_no_vector_and_nothing_raises(t
     note = write(tenant, person, actor)
     embedder = MidEmbed(lambda: on_other_connection(lambda: delete_note(note=fresh(note), actor=actor)))
 
-    assert index_notes([note.pk], embedder) == 0
+    assert NOTES.index([note.pk], embedder) == 0
 
     assert embedder.during is None  # the delete did happen mid-embedding
     assert not Note.objects.filter(pk=note.pk).exists()
@@ -64,7 +64,7 @@ def test_a_delete_still_in_progress_when_the_vector_is_stored_wins_and_nothing_r
         deleting = OpenTransaction(lambda: delete_note(note=fresh(note), actor=actor))
         committed.append(commit_once_blocked(deleting))
 
-    assert index_notes([note.pk], MidEmbed(delete_and_hold_until_the_task_waits)) == 0
+    assert NOTES.index([note.pk], MidEmbed(delete_and_hold_until_the_task_waits)) == 0
 
     committed[0].result()  # the delete committed, after the task had waited for it
     assert not Note.objects.filter(pk=note.pk).exists()
@@ -77,10 +77,8 @@ def test_a_delete_that_meets_an_index_write_in_progress_waits_and_takes_the_vect
     waits, then removes the vector with the note. (Before the fix the delete failed: a 500.)"""
     note = write(tenant, person, actor)
     embedder = HashingEmbedder()
-    vector = embedder.embed([index_text(note)])[0]
-    storing = OpenTransaction(
-        lambda: store_if_current(note, embedded_hash=text_hash(note), vector=vector, embedder=embedder)
-    )
+    vector = embedder.embed([NOTES.text(note)])[0]
+    storing = OpenTransaction(lambda: NOTES.store_if_current(note, vector=vector, embedder=embedder))
 
     deleting = {
         "delete_note": lambda: on_other_connection(lambda: delete_note(note=fresh(note), actor=actor)),
@@ -104,13 +102,13 @@ def test_a_vector_of_the_text_before_an_edit_is_not_stored(tenant, person, actor
     def rewrite() -> None:
         edit_note(note=fresh(note), actor=actor, mode="replace", content="Ada moved to Bergen.")
 
-    assert index_notes([note.pk], MidEmbed(lambda: on_other_connection(rewrite))) == 0
+    assert NOTES.index([note.pk], MidEmbed(lambda: on_other_connection(rewrite))) == 0
     assert not NoteVector.objects.exists()
     # The edit's own indexing (scheduled on its commit) stores the vector of the new text.
-    assert list(stale_notes()) == [fresh(note)]
-    assert index_notes([note.pk]) == 1
-    assert NoteVector.objects.get().text_hash == text_hash(fresh(note))
-    assert "Bergen" in index_text(fresh(note))
+    assert list(NOTES.stale()) == [fresh(note)]
+    assert NOTES.index([note.pk]) == 1
+    assert NoteVector.objects.get().text_hash == NOTES.text_hash(fresh(note))
+    assert "Bergen" in NOTES.text(fresh(note))
 
 
 def test_an_older_task_cannot_overwrite_the_vector_of_newer_text(tenant, person, actor):
@@ -118,17 +116,17 @@ def test_an_older_task_cannot_overwrite_the_vector_of_newer_text(tenant, person,
 
     def newer_edit_indexed_first() -> None:
         edit_note(note=fresh(note), actor=actor, mode="replace", content="Ada moved to Bergen.")
-        assert index_notes([note.pk]) == 1  # the newer task runs to its end first
+        assert NOTES.index([note.pk]) == 1  # the newer task runs to its end first
 
     embedder = MidEmbed(lambda: on_other_connection(newer_edit_indexed_first))
 
-    assert index_notes([note.pk], embedder) == 0  # the older task finishes last, and stores nothing
+    assert NOTES.index([note.pk], embedder) == 0  # the older task finishes last, and stores nothing
 
     current = fresh(note)
     vector = NoteVector.objects.get(note=current)
-    assert vector.text_hash == text_hash(current)
-    assert np.allclose(stored_vector(current), HashingEmbedder().embed([index_text(current)])[0])
-    assert not stale_notes().exists()
+    assert vector.text_hash == NOTES.text_hash(current)
+    assert np.allclose(stored_vector(current), HashingEmbedder().embed([NOTES.text(current)])[0])
+    assert not NOTES.stale().exists()
 
 
 def test_an_edit_waits_for_an_index_write_in_progress_and_its_text_is_indexed_next(tenant, person, actor):
@@ -136,10 +134,8 @@ def test_an_edit_waits_for_an_index_write_in_progress_and_its_text_is_indexed_ne
     and the vector of the old text is then stale (invisible), until the edit's own task runs."""
     note = write(tenant, person, actor, content="Ada lives in Oslo.")
     embedder = HashingEmbedder()
-    old_vector = embedder.embed([index_text(note)])[0]
-    storing = OpenTransaction(
-        lambda: store_if_current(note, embedded_hash=text_hash(note), vector=old_vector, embedder=embedder)
-    )
+    old_vector = embedder.embed([NOTES.text(note)])[0]
+    storing = OpenTransaction(lambda: NOTES.store_if_current(note, vector=old_vector, embedder=embedder))
     editing = Background(
         lambda: edit_note(note=fresh(note), actor=actor, mode="replace", content="Ada moved to Bergen.")
     )
@@ -149,14 +145,14 @@ def test_an_edit_waits_for_an_index_write_in_progress_and_its_text_is_indexed_ne
 
     current = fresh(note)
     assert similarities(team=tenant.team, notes=[current], query="Oslo Bergen").scores == {}
-    assert list(stale_notes()) == [current]
-    assert index_notes([note.pk]) == 1
+    assert list(NOTES.stale()) == [current]
+    assert NOTES.index([note.pk]) == 1
     assert set(similarities(team=tenant.team, notes=[current], query="Bergen").scores) == {note.pk}
 
 
 def test_a_vector_of_other_text_is_never_used_by_queries(tenant, person, actor):
     note = write(tenant, person, actor, content="Ada lives in Oslo.")
-    assert index_notes([note.pk]) == 1
+    assert NOTES.index([note.pk]) == 1
     assert set(similarities(team=tenant.team, notes=[fresh(note)], query="Oslo").scores) == {note.pk}
 
     # The text changed and its vector has not been recomputed yet (the edit's task is pending).
@@ -173,6 +169,6 @@ def test_the_stored_hash_and_the_reconcilers_hash_agree(tenant, person, actor, c
     """Queries compare a vector's hash with the note's in Python, the reconciler in SQL: they
     must agree, or a current vector would look stale (or a stale one current)."""
     note = write(tenant, person, actor, description="A note with awkward text", content=content)
-    assert index_notes([note.pk]) == 1
-    assert NoteVector.objects.get().text_hash == text_hash(fresh(note))
-    assert not stale_notes().exists()
+    assert NOTES.index([note.pk]) == 1
+    assert NoteVector.objects.get().text_hash == NOTES.text_hash(fresh(note))
+    assert not NOTES.stale().exists()

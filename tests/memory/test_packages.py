@@ -13,7 +13,8 @@ from django.utils import timezone
 from accounts.models import Person
 from memory.exceptions import InvalidNote
 from memory.models import Bank, Note, OntologyNode, Revision
-from memory.packages import FORMAT, export_person, import_package, parse_package_text
+from memory.package_format import FORMAT
+from memory.packages import export_person, import_package, parse_package_text
 from memory.services import Actor, remember
 from tests.factories import PersonFactory
 

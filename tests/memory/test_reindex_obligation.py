@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from curator.services import consolidate_bank
 from memory import services
-from memory.indexing import stale_notes
+from memory.indexing import NOTES
 from memory.models import Bank, Note
 from memory.packages import import_package
 from tests.factories import note_fields
@@ -93,7 +93,7 @@ def test_the_static_check_finds_a_write_when_there_is_one(tmp_path):
 
 
 def assert_every_note_indexed() -> None:
-    stale = list(stale_notes().values_list("bank__bank_id", "key"))
+    stale = list(NOTES.stale().values_list("bank__bank_id", "key"))
     assert stale == [], f"notes written without being indexed: {stale}"
 
 

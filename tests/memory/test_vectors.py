@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from memory.indexing import index_notes, namespace_for, reconcile, stale_notes
+from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
 from memory.queries import Hit, hybrid_rank, recall_bundle, recall_memories
 from memory.services import delete_note, remember
@@ -30,7 +30,7 @@ def test_every_write_is_indexed_after_commit(tenant, person, actor, index_inline
     vector = NoteVector.objects.get(note=note)
     assert (vector.namespace, vector.model, vector.dim) == (namespace_for(tenant.team.pk), "hashing-v1-256", 256)
     assert np.isclose(np.linalg.norm(np.array(vector.embedding, dtype=np.float32)), 1.0)
-    assert not stale_notes().exists()
+    assert not NOTES.stale().exists()
 
 
 def test_a_vector_of_another_model_width_or_namespace_is_invisible(tenant, person, actor, index_inline, settings):
@@ -76,18 +76,18 @@ def test_a_note_written_while_the_embedder_is_down_is_indexed_when_it_returns(
         with index_inline():
             result = remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo"))
         assert result.action == "created"  # the write succeeded with the embedder down
-        assert list(stale_notes()) == [result.note]
+        assert list(NOTES.stale()) == [result.note]
 
         ranked = recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo")
         assert [h.note.pk for h in ranked.hits] == [result.note.pk]  # BM25 still answers
         assert ranked.degraded == ["vectors"]  # and says what it could not use
 
-        report = reconcile()
+        report = NOTES.reconcile()
         assert (report.indexed, report.error != "") == (0, True)
 
         behaviour.mode = "ok"
-        assert reconcile().indexed == 1
-        assert not stale_notes().exists()
+        assert NOTES.reconcile().indexed == 1
+        assert not NOTES.stale().exists()
         assert NoteVector.objects.get().model == "fake-embed"
         assert recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo").degraded == []
 
@@ -169,24 +169,24 @@ def test_a_model_change_hides_old_vectors_and_the_reconciler_reembeds_everything
     with index_inline():
         for i in range(5):
             write(tenant, person, actor, key=f"note-{i}", content=f"Fact number {i}")
-    assert not stale_notes().exists()
+    assert not NOTES.stale().exists()
     settings.EMBEDDING_DIM = 64  # the hashing embedder becomes hashing-v1-64
     notes = list(Note.objects.all())
     assert similarities(team=tenant.team, notes=notes, query="fact").scores == {}
-    assert stale_notes().count() == 5
-    assert reconcile(batch_size=2).indexed == 5
+    assert NOTES.stale().count() == 5
+    assert NOTES.reconcile(batch_size=2).indexed == 5
     assert set(NoteVector.objects.values_list("model", "dim")) == {("hashing-v1-64", 64)}
     assert len(similarities(team=tenant.team, notes=notes, query="fact").scores) == 5
 
 
 def test_index_notes_is_safe_to_run_twice_and_skips_deleted_notes(tenant, person, actor):
     note = write(tenant, person, actor)
-    assert index_notes([note.pk]) == 1
-    assert index_notes([note.pk]) == 0
+    assert NOTES.index([note.pk]) == 1
+    assert NOTES.index([note.pk]) == 0
     assert NoteVector.objects.count() == 1
     note_id = note.pk
     delete_note(note=note, actor=actor)
-    assert index_notes([note_id]) == 0
+    assert NOTES.index([note_id]) == 0
     assert not NoteVector.objects.exists()
 
 
@@ -200,7 +200,7 @@ def test_reindex_command_shows_progress_and_indexes(tenant, person, actor, capsy
     assert "3 note(s) to index with hashing-v1-256" in out.out
     assert "Indexed 3 note(s)." in out.out
     assert "3/3" in out.err  # the progress bar
-    assert not stale_notes().exists()
+    assert not NOTES.stale().exists()
 
 
 def test_a_strong_vector_match_outranks_an_accidental_keyword_match(tenant, person, actor, mocker):

@@ -2,51 +2,39 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from memory.embedders import Embedder, get_embedder
-from memory.indexing import reconcile, stale_notes
+from memory.indexing import IndexedModel, indexed_models
 
 
 class Command(BaseCommand):
-    help = "Embed every note whose vector is missing, stale (content changed) or of another model, then every message without a current vector."
+    help = (
+        "Embed every row of every indexed model (notes, then messages) whose vector is missing, stale "
+        "(text changed) or of another model."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument(
-            "--limit", type=int, default=None, help="At most this many notes, and as many messages (default: all)."
+            "--limit", type=int, default=None, help="At most this many rows of each indexed model (default: all)."
         )
 
     def handle(self, *args: object, batch_size: int, limit: int | None, **options: object) -> None:
         embedder = get_embedder()
         if embedder is None:
             raise CommandError("No embedder is configured (EMBEDDER=none); there is nothing to index with.")
-        total = stale_notes(embedder).count()
+        for indexed in indexed_models():
+            self.reindex(indexed, embedder, batch_size=batch_size, limit=limit)
+
+    def reindex(self, indexed: IndexedModel, embedder: Embedder, *, batch_size: int, limit: int | None) -> None:
+        label = indexed.label
+        total = indexed.stale(embedder).count()
         if limit is not None:
             total = min(total, limit)
-        self.stdout.write(f"{total} note(s) to index with {embedder.model} ({embedder.dim} dimensions).")
-        with tqdm(total=total, unit="note", disable=total == 0) as bar:
-            report = reconcile(batch_size=batch_size, limit=limit, progress=bar.update)
+        self.stdout.write(f"{total} {label}(s) to index with {embedder.model} ({embedder.dim} dimensions).")
+        with tqdm(total=total, unit=label, disable=total == 0) as bar:
+            report = indexed.reconcile(batch_size=batch_size, limit=limit, progress=bar.update)
         if report.error:
             raise CommandError(
-                f"Indexed {report.indexed} of {report.checked}; stopped: {report.error}. "
+                f"Indexed {report.indexed} of {report.checked} {label}(s); stopped: {report.error}. "
                 "Run this again once the embedder is back."
             )
-        self.stdout.write(self.style.SUCCESS(f"Indexed {report.indexed} note(s)."))
-        self.reindex_messages(embedder, batch_size=batch_size, limit=limit)
-
-    def reindex_messages(self, embedder: Embedder, *, batch_size: int, limit: int | None) -> None:
-        """Conversation messages too: the meaning half of the conversation search. (Imported here:
-        conversations builds on memory, not the other way round.)"""
-        from conversations.indexing import reconcile as reconcile_messages
-        from conversations.indexing import stale_messages
-
-        total = stale_messages(embedder).count()
-        if limit is not None:
-            total = min(total, limit)
-        self.stdout.write(f"{total} message(s) to index with {embedder.model} ({embedder.dim} dimensions).")
-        with tqdm(total=total, unit="message", disable=total == 0) as bar:
-            report = reconcile_messages(batch_size=batch_size, limit=limit, progress=bar.update)
-        if report.error:
-            raise CommandError(
-                f"Indexed {report.indexed} of {report.checked} messages; stopped: {report.error}. "
-                "Run this again once the embedder is back."
-            )
-        self.stdout.write(self.style.SUCCESS(f"Indexed {report.indexed} message(s)."))
+        self.stdout.write(self.style.SUCCESS(f"Indexed {report.indexed} {label}(s)."))
