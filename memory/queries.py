@@ -54,7 +54,7 @@ class TagMatcher:
         # Everything the context tags sit under (themselves included).
         self.covered: set[str] = set()
         for tag in self.context:
-            node = nodes[tag]
+            node: OntologyNode | None = nodes[tag]
             while node is not None and node.node_id not in self.covered:
                 self.covered.add(node.node_id)
                 node = by_pk.get(node.parent_id) if node.parent_id else None

@@ -36,7 +36,7 @@ def people_with_memories(tenant, actor, rows: int) -> Conversation:
     """`rows` people, each with a note in their global bank (a muted category for some), one in
     their private bank of project:apollo, a note in the shared bank of project:apollo, and a
     conversation with the tenant's agent. Returns the last conversation, of `rows` exchanges."""
-    muted_for = AgentFactory(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
+    muted_for = AgentFactory.create(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
     conversation = None
     for i in range(rows):
         person = PersonFactory.create(team=tenant.team, external_id=f"person-{i}")

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
-from accounts.models import Person, Team
+from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.text import normalize_key
@@ -27,7 +27,7 @@ class Actor:
     request_id: str = ""
 
     @classmethod
-    def for_agent(cls, agent: Any, request_id: str = "") -> Actor:
+    def for_agent(cls, agent: Agent, request_id: str = "") -> Actor:
         return cls(Revision.Actor.AGENT, agent.slug, request_id)
 
 
