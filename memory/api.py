@@ -186,8 +186,8 @@ class NoteListApi(ListAPIView[Note]):
         )
         if person is not None:
             notes = notes.filter(bank__person=person)
-        if bank_id := self.request.query_params.get("bank"):
-            notes = notes.filter(bank__bank_id=bank_id)
+        if address := self.request.query_params.get("bank"):
+            notes = notes.filter(bank__address=address)
         if category := self.request.query_params.get("category"):
             notes = notes.filter(category=category)
         return notes
@@ -217,7 +217,7 @@ class NoteDetailApi(APIView):
     def delete(self, request: Request, note_id: int) -> Response:
         note = self._note(request, note_id)
         result = services.delete_note(note=note, actor=tool_context(request).actor, reason="deleted through the API")
-        return Response({"id": note_id, "bank": result.bank.bank_id, "key": result.key, "action": "deleted"})
+        return Response({"id": note_id, "bank": result.bank.address, "key": result.key, "action": "deleted"})
 
 
 def _banks(request: Request) -> QuerySet[Bank]:
@@ -225,7 +225,7 @@ def _banks(request: Request) -> QuerySet[Bank]:
         Bank.objects.filter(team=request_api_key(request).team)
         .select_related("person")
         .annotate(note_count=Count("notes"))
-        .order_by("bank_id")
+        .order_by("address")
     )
 
 
@@ -257,13 +257,13 @@ class BankDetailApi(APIView):
 
     @extend_schema(operation_id="banks_retrieve", responses=BankOutput)
     def get(self, request: Request, bank_id: str) -> Response:
-        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+        return Response(BankOutput(get_object_or_404(_banks(request), address=bank_id)).data)
 
     @extend_schema(
         operation_id="banks_partial_update", request=PatchInput, responses={200: BankOutput, **error_responses(403)}
     )
     def patch(self, request: Request, bank_id: str) -> Response:
-        bank = get_object_or_404(_banks(request), bank_id=bank_id)
+        bank = get_object_or_404(_banks(request), address=bank_id)
         key = request_api_key(request)
         if not key.can_admin:
             raise exceptions.PermissionDenied("Changing a bank's policy or limits needs an admin-capable API key.")
@@ -275,7 +275,7 @@ class BankDetailApi(APIView):
             )
         actor = services.Actor(Revision.Actor.ADMIN, f"key:{key.prefix}", request_id(request))
         services.update_bank_settings(bank=bank, actor=actor, changes=data.validated_data)
-        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+        return Response(BankOutput(get_object_or_404(_banks(request), address=bank_id)).data)
 
 
 class RevisionListApi(ListAPIView[Revision]):

@@ -209,7 +209,7 @@ def build_digest(
         lines.append(DIGEST_EMPTY)
     if omitted:
         lines.append(DIGEST_MORE.format(count=omitted))
-    full_banks = [bank for bank in visible.banks if bank.full]
+    full_banks = [bank for bank in visible.banks if bank.is_full]
     lines.extend(FULL_NOTICE.format(kind=bank.kind) for bank in full_banks)
     return Digest(text="\n".join(lines), entries=entries, omitted=omitted, full_banks=full_banks)
 

@@ -123,7 +123,7 @@ def long_memory(tenant, person, actor, conversation, index_inline, rows: int):
         chat(conversation, [(f"The lighthouse keeper story, part {i}", f"A lighthouse, {i}") for i in range(rows)], days_ago=30)  # fmt: skip
         chat(conversation, [("Filler " + "f" * 700, "Noted " + "n" * 700) for _ in range(15)])
     latch_full(
-        bank=Bank.objects.get(team=tenant.team, bank_id="user:ada"), actor=actor, reason="a notice in the digest"
+        bank=Bank.objects.get(team=tenant.team, address="user:ada"), actor=actor, reason="a notice in the digest"
     )
     return record_message(conversation=conversation, role="user", content="Tell me the lighthouse keeper story again")
 
@@ -188,4 +188,4 @@ def test_the_digest_makes_as_many_queries_for_30_rows_as_for_3(
         digest = build_digest(team=tenant.team, person=person, agent=tenant.agent, scope=APOLLO)
 
     assert len(digest.entries) == min(3 * rows, 40)  # DIGEST_LIMIT
-    assert [bank.bank_id for bank in digest.full_banks] == ["user:ada"]
+    assert [bank.address for bank in digest.full_banks] == ["user:ada"]

@@ -389,6 +389,6 @@ def test_the_admin_clear_latch_action_is_logged(client, django_user_model, tenan
     )
     assert response.status_code == 200
     bank.refresh_from_db()
-    assert bank.full is False
+    assert bank.is_full is False
     cleared = Revision.objects.get(action="latch", reason__contains="cleared")
     assert (cleared.actor, cleared.actor_ref) == ("admin", "user:root")
