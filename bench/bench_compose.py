@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.harness import Result, advance, measure, print_table
+from bench.harness import Result, measure, print_table
 
 NOTES = 1_000
 MESSAGES = 100_000
@@ -127,7 +127,7 @@ def run(scratch_team_slug: str) -> None:
             key=f"note-{i}", description=sentence(rng, 6)[:200], content=sentence(rng, 40),
         )  # fmt: skip
     with tqdm(total=NOTES, desc="embedding notes", unit="note") as bar:
-        NOTE_INDEX.reconcile(progress=advance(bar))
+        NOTE_INDEX.reconcile(progress=bar.update)
 
     now = timezone.now()
     own = start_conversation(team=team, agent=agent, person=person, started_at=now - timedelta(days=200))

@@ -20,7 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from bench.bench_memory import note_text
-from bench.harness import Result, advance, measure, print_table
+from bench.harness import Result, measure, print_table
 
 BATCH = 32
 EMBED_TEXTS = 512  # 16 batches of 32
@@ -407,7 +407,7 @@ def index_all(label: str, person: Any) -> None:
     total = own = NOTE_INDEX.stale(get_embedder(), mine).count()
     start = time.perf_counter()
     with tqdm(total=total, desc=f"reconcile ({label})", leave=False, unit="note") as bar:
-        report = NOTE_INDEX.reconcile(progress=advance(bar), rows=mine)
+        report = NOTE_INDEX.reconcile(progress=bar.update, rows=mine)
     elapsed = time.perf_counter() - start
     assert not report.error, report.error
     assert report.indexed == total, report

@@ -6,18 +6,8 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tqdm import tqdm
-
-
-def advance(bar: tqdm[Any]) -> Callable[[int], None]:
-    """A progress callback (reconcile's `progress`) that moves the bar by the count it is given."""
-
-    def step(done: int) -> None:
-        bar.update(done)
-
-    return step
 
 
 @dataclass

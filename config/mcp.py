@@ -121,14 +121,16 @@ def _call_result(body: dict[str, Any], is_error: bool) -> types.CallToolResult:
 def build_server(*, agent_key: str | None = None) -> Server[Any, Any]:
     """The MCP server. agent_key: stdio, one key for the process; None: HTTP, each request's key."""
     server: Server[Any, Any] = Server(
-        "mnemo", version=settings.SPECTACULAR_SETTINGS["VERSION"], instructions=INSTRUCTIONS
+        "mnemo", version=str(settings.SPECTACULAR_SETTINGS["VERSION"]), instructions=INSTRUCTIONS
     )
 
-    @server.list_tools()
+    # The SDK's handler decorators are unannotated (mcp ships no types for them).
+    @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
         return mcp_tools()
 
-    @server.call_tool(validate_input=False)  # Tool.parse validates, so errors keep the REST shape
+    # Tool.parse validates, so errors keep the REST shape.
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def handle_call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         if agent_key is not None:
 
@@ -168,7 +170,8 @@ async def _send_error(send: Send, code: str, message: str, headers: list[tuple[b
 
 
 def _bearer_key(scope: Scope) -> str | None:
-    for name, value in scope.get("headers", []):
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for name, value in headers:
         if name.lower() == b"authorization":
             scheme, _, raw = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer" and raw.strip():

@@ -256,7 +256,9 @@ class _Composer:
             limit=settings.PASSAGES_MAX + len(hidden) + 4,
             exclude_ids=hidden,
         )
-        text, used, flags = PASSAGES_HEADER, [], []
+        text = PASSAGES_HEADER
+        used: list[int] = []
+        flags: list[str] = []
         for hit in hits:
             if len(used) == settings.PASSAGES_MAX:
                 break

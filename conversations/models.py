@@ -92,7 +92,8 @@ class MessageVector(models.Model):
     model = models.CharField(max_length=200)
     dim = models.PositiveIntegerField()
     embedding = VectorField()
-    created_at = models.DateTimeField(auto_now=True)
+    # When the vector was (re)computed: every store sets it, so it is not a creation time.
+    embedded_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

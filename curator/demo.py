@@ -87,7 +87,7 @@ def peek(visitor: str | None) -> DemoState:
             person=None, agent=agent, bank=None, conversation=None, notes=[], messages=[],
             llm_configured=settings.LLM_PROVIDER != "rules",
         )  # fmt: skip
-    bank = Bank.objects.filter(team=agent.team, bank_id=bank_id_for(Bank.Kind.GLOBAL, person, "")).first()
+    bank = Bank.objects.filter(team=agent.team, address=bank_id_for(Bank.Kind.GLOBAL, person, "")).first()
     conversation = (
         Conversation.objects.between(agent, person).filter(ended_at__isnull=True).order_by("-started_at", "-pk").first()
     )

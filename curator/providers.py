@@ -64,7 +64,7 @@ class CurationRequest:
 
 @dataclass
 class ConsolidationRequest:
-    bank_id: str
+    bank: str  # the bank's address, e.g. user:ada
     notes: list[dict[str, object]]
     soft_limit: int
     target: int
@@ -112,7 +112,7 @@ def curate_prompt(request: CurationRequest) -> str:
 def consolidate_prompt(request: ConsolidationRequest) -> str:
     notes = "\n".join(json_line(n) for n in request.notes)
     return (
-        f"Bank {request.bank_id} holds {len(request.notes)} notes; its soft limit is {request.soft_limit}. "
+        f"Bank {request.bank} holds {len(request.notes)} notes; its soft limit is {request.soft_limit}. "
         f"Bring it to {request.target} notes or fewer.\n{BANK_NOTES_LABEL}\n{notes}"
     )
 

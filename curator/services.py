@@ -201,16 +201,16 @@ def _validate_plan(plan: ConsolidationPlan, notes: dict[str, Note]) -> None:
         touched.add(drop.key)
 
 
-def consolidate_bank(*, bank_pk: int, task_id: str = "", provider: LLMProvider | None = None) -> str:
+def consolidate_bank(*, bank_id: int, task_id: str = "", provider: LLMProvider | None = None) -> str:
     """Run one consolidation of a bank. Safe to run twice; concurrent runs apply at most one plan."""
-    bank = Bank.objects.filter(pk=bank_pk).first()
+    bank = Bank.objects.filter(pk=bank_id).first()
     if bank is None or not bank.consolidation_pending:
         return "skipped: no consolidation pending"
     provider = provider or get_provider()
     notes = list(Note.objects.filter(team_id=bank.team_id, bank=bank).order_by("key"))
     target = int(bank.soft_limit * settings.CONSOLIDATION_TARGET)
     request = ConsolidationRequest(
-        bank_id=bank.bank_id, notes=[_note_view(n) for n in notes], soft_limit=bank.soft_limit, target=target
+        bank=bank.address, notes=[_note_view(n) for n in notes], soft_limit=bank.soft_limit, target=target
     )
     try:
         plan, usage = provider.consolidate(request)
@@ -257,7 +257,7 @@ def consolidate_bank(*, bank_pk: int, task_id: str = "", provider: LLMProvider |
         else:
             outcome = f"{verdict}; {count} notes (target {target}, soft limit {locked.soft_limit})"
         record_consolidation(bank=locked, outcome=outcome)
-    logger.info("consolidated %s: %s", bank.bank_id, outcome)
+    logger.info("consolidated %s: %s", bank.address, outcome)
     return outcome
 
 
@@ -276,7 +276,7 @@ def stale_jobs() -> tuple[list[int], list[int]]:
     )
     conversations = Conversation.objects.filter(due & not_waiting).values_list("pk", flat=True)[:500]
     banks = Bank.objects.filter(
-        consolidation_pending=True, full=False, consolidation_requested_at__lt=cutoff
+        consolidation_pending=True, is_full=False, consolidation_requested_at__lt=cutoff
     ).values_list("pk", flat=True)[:500]
     return list(conversations), list(banks)
 

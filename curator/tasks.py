@@ -16,8 +16,8 @@ def curate_conversation(self: Task[[int], str], conversation_id: int) -> str:
     bind=True, ignore_result=True, acks_late=True, autoretry_for=(ProviderError,),
     retry_backoff=30, retry_backoff_max=1800, retry_jitter=True, max_retries=6,
 )  # fmt: skip
-def consolidate_bank(self: Task[[int], str], bank_pk: int) -> str:
-    return services.consolidate_bank(bank_pk=bank_pk, task_id=self.request.id or "")
+def consolidate_bank(self: Task[[int], str], bank_id: int) -> str:
+    return services.consolidate_bank(bank_id=bank_id, task_id=self.request.id or "")
 
 
 @shared_task(ignore_result=True)
@@ -26,6 +26,6 @@ def catch_up() -> str:
     conversations, banks = services.claim_stale_jobs()
     for conversation_id in conversations:
         curate_conversation.delay(conversation_id)
-    for bank_pk in banks:
-        consolidate_bank.delay(bank_pk)
+    for bank_id in banks:
+        consolidate_bank.delay(bank_id)
     return f"re-enqueued {len(conversations)} curation(s) and {len(banks)} consolidation(s)"

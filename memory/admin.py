@@ -25,17 +25,27 @@ class NoteTotal(TypedDict):
 
 @admin.register(Bank)
 class BankAdmin(admin.ModelAdmin[Bank]):
-    list_display = ["bank_id", "team", "kind", "policy", "note_count", "soft_limit", "hard_limit", "capacity", "full"]
-    list_filter = ["team", "kind", "policy", "full", "consolidation_pending"]
-    search_fields = ["bank_id", "scope", "person__external_id"]
+    list_display = [
+        "address",
+        "team",
+        "kind",
+        "policy",
+        "note_count",
+        "soft_limit",
+        "hard_limit",
+        "capacity",
+        "is_full",
+    ]
+    list_filter = ["team", "kind", "policy", "is_full", "consolidation_pending"]
+    search_fields = ["address", "scope", "person__external_id"]
     list_select_related = ["team", "person"]
     fields = [
-        "team", "bank_id", "kind", "person", "scope", "policy", "soft_limit", "hard_limit", "capacity", "full",
+        "team", "address", "kind", "person", "scope", "policy", "soft_limit", "hard_limit", "capacity", "is_full",
         "full_since", "consolidation_pending", "consolidation_requested_at", "last_consolidation_at",
         "last_consolidation_outcome",
     ]  # fmt: skip
     readonly_fields = [
-        "team", "bank_id", "kind", "person", "scope", "full", "full_since", "consolidation_pending",
+        "team", "address", "kind", "person", "scope", "is_full", "full_since", "consolidation_pending",
         "consolidation_requested_at", "last_consolidation_at", "last_consolidation_outcome",
     ]  # fmt: skip
     actions = ["clear_full_latch"]
@@ -58,7 +68,7 @@ class BankAdmin(admin.ModelAdmin[Bank]):
     @admin.action(description="Clear the FULL latch (logged)")
     def clear_full_latch(self, request: HttpRequest, queryset: QuerySet[Bank]) -> None:
         cleared = 0
-        for bank in queryset.filter(full=True):
+        for bank in queryset.filter(is_full=True):
             clear_latch(bank=bank, actor=_admin_actor(request), reason="cleared by an admin")
             cleared += 1
         messages.success(request, f"Cleared the FULL latch on {cleared} bank(s).")
@@ -68,7 +78,7 @@ class BankAdmin(admin.ModelAdmin[Bank]):
 class NoteAdmin(admin.ModelAdmin[Note]):
     list_display = ["key", "bank", "team", "kind", "category", "source", "updated_at"]
     list_filter = ["team", "kind", "source", "bank__policy"]
-    search_fields = ["key", "description", "bank__bank_id"]
+    search_fields = ["key", "description", "bank__address"]
     list_select_related = ["bank", "team"]
     date_hierarchy = "updated_at"
     actions = ["delete_through_write_path"]

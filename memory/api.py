@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
@@ -17,10 +17,12 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from accounts.authentication import request_api_key
 from accounts.models import Person
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
 from config.fields import IntegerField
+from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
 from config.text import parse_id
@@ -34,10 +36,14 @@ from memory.tools import REGISTRY, Tool, ToolContext
 NOT_READ = "(the body could not be read; see the reason)"
 
 
+def request_id(request: Request) -> str:
+    """The id RequestIdMiddleware gave the underlying HttpRequest."""
+    return cast(TracedRequest, request._request).request_id
+
+
 def tool_context(request: Request) -> ToolContext:
-    return ToolContext(
-        team=request.auth.team, agent=request.auth.agent, api_key=request.auth, request_id=request.request_id
-    )
+    key = request_api_key(request)
+    return ToolContext(team=key.team, agent=key.agent, api_key=key, request_id=request_id(request))
 
 
 def error_body_of(exc: exceptions.APIException | DomainError) -> dict[str, Any]:
@@ -78,7 +84,9 @@ class _SettingsWithoutFormatOverride:
 class ToolListNegotiation(DefaultContentNegotiation):
     """On the tool list, ?format= names the schema style, not a renderer (DRF would answer 404)."""
 
-    settings = _SettingsWithoutFormatOverride()
+    # The stubs type `settings` as DRF's api_settings class, with URL_FORMAT_OVERRIDE a str; DRF reads
+    # any object with the attributes, and None there turns the override off.
+    settings = _SettingsWithoutFormatOverride()  # type: ignore[assignment]
 
 
 class ToolListApi(APIView):
@@ -150,10 +158,10 @@ def _person_filter(request: Request) -> Person | None:
     external_id = request.query_params.get("person")
     if external_id is None:
         return None
-    return get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
+    return get_object_or_404(Person.objects.for_team(request_api_key(request).team), external_id=external_id)
 
 
-class NoteListApi(ListAPIView):
+class NoteListApi(ListAPIView[Note]):
     serializer_class = NoteOutput
 
     @extend_schema(
@@ -169,17 +177,18 @@ class NoteListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Note]:
+        key = request_api_key(self.request)
         person = _person_filter(self.request)
         notes = (
-            Note.objects.for_team(self.request.auth.team)
-            .unmuted_for(self.request.auth.agent, person=person)
+            Note.objects.for_team(key.team)
+            .unmuted_for(key.agent, person=person)
             .select_related("bank", "bank__person")
             .order_by("id")
         )
         if person is not None:
             notes = notes.filter(bank__person=person)
-        if bank_id := self.request.query_params.get("bank"):
-            notes = notes.filter(bank__bank_id=bank_id)
+        if address := self.request.query_params.get("bank"):
+            notes = notes.filter(bank__address=address)
         if category := self.request.query_params.get("category"):
             notes = notes.filter(category=category)
         return notes
@@ -188,7 +197,8 @@ class NoteListApi(ListAPIView):
 class NoteDetailApi(APIView):
     def _note(self, request: Request, note_id: int) -> Note:
         # A note muted for this agent is one it does not know: 404, like another team's.
-        notes = Note.objects.for_team(request.auth.team).unmuted_for(request.auth.agent)
+        key = request_api_key(request)
+        notes = Note.objects.for_team(key.team).unmuted_for(key.agent)
         return get_object_or_404(notes.select_related("bank", "bank__person"), pk=note_id)
 
     @extend_schema(operation_id="notes_retrieve", responses=NoteOutput)
@@ -208,19 +218,19 @@ class NoteDetailApi(APIView):
     def delete(self, request: Request, note_id: int) -> Response:
         note = self._note(request, note_id)
         result = services.delete_note(note=note, actor=tool_context(request).actor, reason="deleted through the API")
-        return Response({"id": note_id, "bank": result.bank.bank_id, "key": result.key, "action": "deleted"})
+        return Response({"id": note_id, "bank": result.bank.address, "key": result.key, "action": "deleted"})
 
 
 def _banks(request: Request) -> QuerySet[Bank]:
     return (
-        Bank.objects.filter(team=request.auth.team)
+        Bank.objects.filter(team=request_api_key(request).team)
         .select_related("person")
         .annotate(note_count=Count("notes"))
-        .order_by("bank_id")
+        .order_by("address")
     )
 
 
-class BankListApi(ListAPIView):
+class BankListApi(ListAPIView[Bank]):
     serializer_class = BankOutput
 
     @extend_schema(
@@ -240,7 +250,7 @@ class BankListApi(ListAPIView):
 
 
 class BankDetailApi(APIView):
-    class PatchInput(serializers.Serializer):
+    class PatchInput(serializers.Serializer[None]):
         policy = serializers.ChoiceField(choices=Bank.Policy.choices, required=False)
         soft_limit = IntegerField(min_value=1, max_value=100_000, required=False)
         hard_limit = IntegerField(min_value=1, max_value=100_000, required=False)
@@ -248,14 +258,15 @@ class BankDetailApi(APIView):
 
     @extend_schema(operation_id="banks_retrieve", responses=BankOutput)
     def get(self, request: Request, bank_id: str) -> Response:
-        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+        return Response(BankOutput(get_object_or_404(_banks(request), address=bank_id)).data)
 
     @extend_schema(
         operation_id="banks_partial_update", request=PatchInput, responses={200: BankOutput, **error_responses(403)}
     )
     def patch(self, request: Request, bank_id: str) -> Response:
-        bank = get_object_or_404(_banks(request), bank_id=bank_id)
-        if not request.auth.can_admin:
+        bank = get_object_or_404(_banks(request), address=bank_id)
+        key = request_api_key(request)
+        if not key.can_admin:
             raise exceptions.PermissionDenied("Changing a bank's policy or limits needs an admin-capable API key.")
         data = self.PatchInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -263,12 +274,12 @@ class BankDetailApi(APIView):
             raise exceptions.ValidationError(
                 {"non_field_errors": ["Send at least one of policy, soft_limit, hard_limit, capacity."]}
             )
-        actor = services.Actor(Revision.Actor.ADMIN, f"key:{request.auth.prefix}", request.request_id)
+        actor = services.Actor(Revision.Actor.ADMIN, f"key:{key.prefix}", request_id(request))
         services.update_bank_settings(bank=bank, actor=actor, changes=data.validated_data)
-        return Response(BankOutput(get_object_or_404(_banks(request), bank_id=bank_id)).data)
+        return Response(BankOutput(get_object_or_404(_banks(request), address=bank_id)).data)
 
 
-class RevisionListApi(ListAPIView):
+class RevisionListApi(ListAPIView[Revision]):
     serializer_class = RevisionOutput
 
     @extend_schema(
@@ -284,7 +295,8 @@ class RevisionListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Revision]:
-        revisions = Revision.objects.filter(team=self.request.auth.team).unmuted_for(self.request.auth.agent)
+        key = request_api_key(self.request)
+        revisions = Revision.objects.filter(team=key.team).unmuted_for(key.agent)
         if note := self.request.query_params.get("note"):
             revisions = revisions.filter(note_id=parse_id(note, field="note"))
         person = _person_filter(self.request)
@@ -326,18 +338,19 @@ class ImportApi(APIView):
         ),
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        actor = services.Actor(Revision.Actor.IMPORT, request.auth.agent.slug, request.request_id)
+        key = request_api_key(request)
+        actor = services.Actor(Revision.Actor.IMPORT, key.agent.slug, request_id(request))
         try:
             data = request.data
         except exceptions.APIException as exc:  # not JSON, or text no field can take: refused whole, and logged
             error = error_body_of(exc)
             attempted = packages.package_summary(exc.document) if isinstance(exc, RefusedDocument) else NOT_READ
             services.record_refused_call(
-                team=request.auth.team, actor=actor, operation="import", arguments={"package": attempted},
+                team=key.team, actor=actor, operation="import", arguments={"package": attempted},
                 message=error["message"], field=error.get("field"),
             )  # fmt: skip
             raise
-        report = packages.import_package(team=request.auth.team, data=data, actor=actor)
+        report = packages.import_package(team=key.team, data=data, actor=actor)
         return Response(report.as_dict())
 
 
@@ -352,5 +365,6 @@ class ExportApi(APIView):
         external_id = request.query_params.get("person")
         if not external_id:
             raise exceptions.ValidationError({"person": ["Name the person to export, e.g. ?person=ada."]})
-        person = get_object_or_404(Person.objects.for_team(request.auth.team), external_id=external_id)
-        return Response(packages.export_person(team=request.auth.team, person=person, agent=request.auth.agent))
+        key = request_api_key(request)
+        person = get_object_or_404(Person.objects.for_team(key.team), external_id=external_id)
+        return Response(packages.export_person(team=key.team, person=person, agent=key.agent))

@@ -49,7 +49,8 @@ class Embedder(Protocol):
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)
+    normalised: np.ndarray = vectors / np.clip(norms, 1e-12, None)
+    return normalised
 
 
 class LocalMiniLM:

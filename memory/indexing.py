@@ -70,7 +70,7 @@ class IndexedModel:
     """A model whose rows are embedded, and how.
 
     The vector model has a foreign key `row_field` to the row, and `team`, `namespace`, `model`,
-    `dim`, `embedding` and `created_at` fields, with one vector per (team, row, model).
+    `dim`, `embedding` and `embedded_at` fields, with one vector per (team, row, model).
     """
 
     label: str  # the row's noun, as reports say it: "note"
@@ -180,7 +180,7 @@ class IndexedModel:
                 "dim": embedder.dim,
                 "embedding": vector,
             }
-            update_fields = ["namespace", "dim", "embedding", "created_at"]
+            update_fields = ["namespace", "dim", "embedding", "embedded_at"]
             if self.hashes_text:
                 fields["text_hash"] = embedded_hash
                 update_fields.append("text_hash")
@@ -202,7 +202,7 @@ class IndexedModel:
         *,
         batch_size: int = 64,
         limit: int | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int], object] | None = None,
         rows: QuerySet[Any] | None = None,
     ) -> ReconcileReport:
         """Find and embed every stale row (of `rows`, default all), in batches. Stops at the first

@@ -53,7 +53,7 @@ class Bank(models.Model):
         BOUNDED = "bounded", "Bounded (fixed capacity, decay, scored eviction)"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="banks")
-    bank_id = models.CharField(max_length=500, help_text="user:<person>:<scope>, scope:<scope> or user:<person>.")
+    address = models.CharField(max_length=500, help_text="user:<person>:<scope>, scope:<scope> or user:<person>.")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     person = models.ForeignKey(Person, on_delete=models.CASCADE, null=True, blank=True, related_name="banks")
     scope = models.CharField(max_length=200, blank=True)
@@ -61,7 +61,7 @@ class Bank(models.Model):
     soft_limit = models.PositiveIntegerField()
     hard_limit = models.PositiveIntegerField()
     capacity = models.PositiveIntegerField()
-    full = models.BooleanField(default=False)
+    is_full = models.BooleanField(default=False)
     full_since = models.DateTimeField(null=True, blank=True)
     consolidation_pending = models.BooleanField(default=False)
     consolidation_requested_at = models.DateTimeField(null=True, blank=True)
@@ -72,9 +72,9 @@ class Bank(models.Model):
     objects = BankQuerySet.as_manager()
 
     class Meta:
-        ordering = ["team", "bank_id"]
+        ordering = ["team", "address"]
         constraints = [
-            models.UniqueConstraint(fields=["team", "bank_id"], name="bank_unique_id_per_team"),
+            models.UniqueConstraint(fields=["team", "address"], name="bank_unique_id_per_team"),
             models.CheckConstraint(
                 condition=models.Q(hard_limit__gte=models.F("soft_limit")), name="bank_hard_limit_at_least_soft"
             ),
@@ -90,7 +90,7 @@ class Bank(models.Model):
         indexes = [models.Index(fields=["team", "person"], name="bank_team_person")]
 
     def __str__(self) -> str:
-        return self.bank_id
+        return self.address
 
     @property
     def limit(self) -> int:
@@ -184,11 +184,11 @@ class Note(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.bank.bank_id}:{self.key}"
+        return f"{self.bank.address}:{self.key}"
 
     @property
     def identity(self) -> str:
-        return f"{self.bank.bank_id}:{self.key}"
+        return f"{self.bank.address}:{self.key}"
 
     def snapshot(self) -> dict[str, object]:
         """What a revision keeps of this note."""
@@ -335,7 +335,8 @@ class NoteVector(models.Model):
     dim = models.PositiveIntegerField()
     text_hash = models.CharField(max_length=64, help_text="sha256 of the text that was embedded.")
     embedding = VectorField()
-    created_at = models.DateTimeField(auto_now=True)
+    # When the vector was (re)computed: every store sets it, so it is not a creation time.
+    embedded_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

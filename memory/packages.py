@@ -294,7 +294,7 @@ def _import_entry(
         report.updated += 1
     else:
         report.unchanged += 1
-    report.evicted.extend({"bank": result.bank.bank_id, **evicted} for evicted in result.evicted)
+    report.evicted.extend({"bank": result.bank.address, **evicted} for evicted in result.evicted)
 
 
 def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, str, Person | None, str]:
@@ -387,7 +387,7 @@ def _banks_of(team: Team, person: Person, agent: Agent | None) -> QuerySet[Bank]
     return (
         Bank.objects.filter(team=team, person=person)
         .prefetch_related(Prefetch("notes", queryset=notes))
-        .order_by("bank_id")
+        .order_by("address")
     )
 
 
@@ -402,7 +402,7 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
         raise NotFound("No such person in this team.", field="person")
     banks = [
         {
-            "id": bank.bank_id,
+            "id": bank.address,
             "kind": bank.kind,
             "person": person.external_id,
             "scope": bank.scope,

@@ -54,7 +54,7 @@ class TagMatcher:
         # Everything the context tags sit under (themselves included).
         self.covered: set[str] = set()
         for tag in self.context:
-            node = nodes[tag]
+            node: OntologyNode | None = nodes[tag]
             while node is not None and node.node_id not in self.covered:
                 self.covered.add(node.node_id)
                 node = by_pk.get(node.parent_id) if node.parent_id else None
@@ -202,7 +202,7 @@ def build_digest(
         lines.append(DIGEST_EMPTY)
     if omitted:
         lines.append(DIGEST_MORE.format(count=omitted))
-    full_banks = [bank for bank in visible.banks if bank.full]
+    full_banks = [bank for bank in visible.banks if bank.is_full]
     lines.extend(FULL_NOTICE.format(kind=bank.kind) for bank in full_banks)
     return Digest(text="\n".join(lines), entries=entries, omitted=omitted, full_banks=full_banks)
 

@@ -7,7 +7,7 @@ from memory.models import Bank, Note, Revision
 
 
 class NoteOutput(serializers.ModelSerializer[Note]):
-    bank = serializers.CharField(source="bank.bank_id")
+    bank = serializers.CharField(source="bank.address")
     person = serializers.CharField(source="bank.person.external_id", allow_null=True, default=None)
 
     class Meta:
@@ -26,9 +26,10 @@ class ConsolidationOutput(serializers.Serializer[Bank]):
 
 
 class BankOutput(serializers.ModelSerializer[Bank]):
-    id = serializers.CharField(source="bank_id")
+    id = serializers.CharField(source="address")
     person = serializers.CharField(source="person.external_id", allow_null=True, default=None)
     count = serializers.IntegerField(source="note_count")
+    full = serializers.BooleanField(source="is_full", required=False)
     consolidation = ConsolidationOutput(source="*")
 
     class Meta:

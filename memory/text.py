@@ -58,7 +58,8 @@ def _stemmer() -> snowballstemmer.stemmer:
 def stem(word: str) -> str:
     # The stemmer is pure Python and recall re-tokenises every candidate note on each call:
     # caching per word makes that nearly free after the first pass.
-    return _stemmer().stemWord(word)
+    stemmed: str = _stemmer().stemWord(word)
+    return stemmed
 
 
 def words(text: str) -> list[str]:

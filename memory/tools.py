@@ -230,7 +230,7 @@ def _person(ctx: ToolContext, args: ToolArgs) -> Person:
 def _write_out(result: services.WriteResult, note_id: int | None = None) -> dict[str, Any]:
     return WriteOut(
         id=result.note.pk if result.note is not None else note_id,
-        bank=result.bank.bank_id,
+        bank=result.bank.address,
         key=result.key,
         action=result.action,
         evicted=[Evicted(**e) for e in result.evicted],
@@ -276,7 +276,7 @@ def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str,
         results=[
             RecallMemoriesHit(
                 id=h.note.pk,
-                bank=h.note.bank.bank_id,
+                bank=h.note.bank.address,
                 key=h.note.key,
                 description=h.note.description,
                 content=h.note.content,
@@ -357,7 +357,7 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
         results=[
             SearchHit(
                 id=h.note.pk,
-                bank=h.note.bank.bank_id,
+                bank=h.note.bank.address,
                 key=h.note.key,
                 snippet=queries.snippet(h.note, h.matched),
                 score=round(h.score, 6),
@@ -383,7 +383,7 @@ def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
         items=[
             RecallItem(
                 id=i.note.pk,
-                bank=i.note.bank.bank_id,
+                bank=i.note.bank.address,
                 key=i.note.key,
                 content=i.content,
                 via=i.via,

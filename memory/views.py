@@ -93,7 +93,7 @@ BANK_KIND_ORDER: list[str] = [Bank.Kind.PRIVATE, Bank.Kind.SHARED, Bank.Kind.GLO
 
 
 def _bank_order(bank: Bank) -> tuple[int, str]:
-    return (BANK_KIND_ORDER.index(bank.kind), bank.bank_id)
+    return (BANK_KIND_ORDER.index(bank.kind), bank.address)
 
 
 def build_lens(request: LensRequest) -> list[PersonLens]:

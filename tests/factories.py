@@ -14,6 +14,8 @@ from django.utils import timezone
 from accounts.models import Agent, Person, Team
 from conversations.models import Conversation, Message
 from conversations.services import record_message
+from memory.models import Note
+from memory.services import WriteResult
 
 
 class TeamFactory(factory.django.DjangoModelFactory[Team]):
@@ -50,6 +52,12 @@ def note_fields(**overrides: Any) -> dict[str, Any]:
     }
     fields.update(overrides)
     return fields
+
+
+def written(result: WriteResult) -> Note:
+    """The note a write created or changed (a delete leaves none)."""
+    assert result.note is not None, f"the write left no note ({result.action})"
+    return result.note
 
 
 def chat(conversation: Conversation, pairs: list[tuple[str, str]], *, days_ago: int = 0) -> list[Message]:

@@ -58,8 +58,8 @@ class Tenant:
 
 
 def make_tenant(*, can_admin: bool = False) -> Tenant:
-    team = TeamFactory()
-    agent = AgentFactory(team=team)
+    team = TeamFactory.create()
+    agent = AgentFactory.create(team=team)
     key = issue_api_key(agent=agent, name="test", can_admin=can_admin)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")
@@ -92,7 +92,7 @@ def api(tenant: Tenant) -> APIClient:
 @pytest.fixture
 def person(tenant: Tenant) -> Person:
     """Ada, a person of the tenant's team (her banks are user:ada, user:ada:<scope>)."""
-    return PersonFactory(team=tenant.team, external_id="ada")
+    return PersonFactory.create(team=tenant.team, external_id="ada")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from accounts.models import Agent, Person
 from memory.models import Note, Revision
 from memory.services import Actor, append_observation, remember
-from tests.factories import AgentFactory, PersonFactory, TeamFactory
+from tests.factories import AgentFactory, PersonFactory, TeamFactory, written
 
 PASSWORD = "correct horse battery staple"
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -26,15 +26,15 @@ class Owner:
 
 @pytest.fixture
 def owner(django_user_model) -> Owner:
-    team = TeamFactory(name="Acme")
-    agent = AgentFactory(team=team, name="Coach")
+    team = TeamFactory.create(name="Acme")
+    agent = AgentFactory.create(team=team, name="Coach")
     user = django_user_model.objects.create_user("ada", password=PASSWORD)
-    person = PersonFactory(team=team, external_id="ada", display_name="Ada", user=user)
+    person = PersonFactory.create(team=team, external_id="ada", display_name="Ada", user=user)
     actor = Actor(Revision.Actor.AGENT, agent.slug)
-    home = remember(
+    home = written(remember(
         team=team, person=person, actor=actor, key="home-city", description="Where Ada lives",
         content="Ada lives in Oslo.",
-    ).note  # fmt: skip
+    ))  # fmt: skip
     append_observation(team=team, person=person, actor=actor, category="food", observation="Likes rye bread.")
     return Owner(person=person, agent=agent, home=home)
 

@@ -46,7 +46,7 @@ def test_one_turn_runs_the_models_tool_call_and_records_the_reply(live_server, t
     assert code == 0, printed
     assert printed[-1] == "agent> Noted: you live in Oslo."
     note = Note.objects.get(team=tenant.team, key="home-city")
-    assert (note.content, note.bank.bank_id) == ("Ada lives in Oslo.", "user:ada")  # the agent added the person
+    assert (note.content, note.bank.address) == ("Ada lives in Oslo.", "user:ada")  # the agent added the person
 
     first, second = script.requests
     assert first["model"] == "test-model"

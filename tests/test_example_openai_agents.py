@@ -58,7 +58,7 @@ def test_the_agent_remembers_through_mnemos_tools_and_the_reply_is_recorded(live
     assert code == 0, printed
     assert printed == ["agent> Noted: you live in Bergen now."]
     note = Note.objects.get(team=tenant.team)
-    assert (note.bank.bank_id, note.key, note.content) == ("user:ada", "home-city", "Ada lives in Bergen.")
+    assert (note.bank.address, note.key, note.content) == ("user:ada", "home-city", "Ada lives in Bergen.")
 
     first, second, third = script.requests
     assert first["model"] == "test-model"

@@ -36,7 +36,7 @@ def people_with_memories(tenant, actor, rows: int) -> Conversation:
     """`rows` people, each with a note in their global bank (a muted category for some), one in
     their private bank of project:apollo, a note in the shared bank of project:apollo, and a
     conversation with the tenant's agent. Returns the last conversation, of `rows` exchanges."""
-    muted_for = AgentFactory(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
+    muted_for = AgentFactory.create(team=tenant.team)  # a mute of another agent's: filtered in SQL, never per row
     conversation = None
     for i in range(rows):
         person = PersonFactory.create(team=tenant.team, external_id=f"person-{i}")
@@ -123,7 +123,7 @@ def long_memory(tenant, person, actor, conversation, index_inline, rows: int):
         chat(conversation, [(f"The lighthouse keeper story, part {i}", f"A lighthouse, {i}") for i in range(rows)], days_ago=30)  # fmt: skip
         chat(conversation, [("Filler " + "f" * 700, "Noted " + "n" * 700) for _ in range(15)])
     latch_full(
-        bank=Bank.objects.get(team=tenant.team, bank_id="user:ada"), actor=actor, reason="a notice in the digest"
+        bank=Bank.objects.get(team=tenant.team, address="user:ada"), actor=actor, reason="a notice in the digest"
     )
     return record_message(conversation=conversation, role="user", content="Tell me the lighthouse keeper story again")
 
@@ -188,4 +188,4 @@ def test_the_digest_makes_as_many_queries_for_30_rows_as_for_3(
         digest = build_digest(team=tenant.team, person=person, agent=tenant.agent, scope=APOLLO)
 
     assert len(digest.entries) == min(3 * rows, 40)  # DIGEST_LIMIT
-    assert [bank.bank_id for bank in digest.full_banks] == ["user:ada"]
+    assert [bank.address for bank in digest.full_banks] == ["user:ada"]

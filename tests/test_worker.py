@@ -28,9 +28,9 @@ def test_crossing_the_soft_limit_runs_consolidation_on_a_real_worker(celery_work
             format="json",
         )
         assert response.status_code == 200
-    consolidated = Bank.objects.filter(team=tenant.team, bank_id="user:ada", last_consolidation_at__isnull=False)
+    consolidated = Bank.objects.filter(team=tenant.team, address="user:ada", last_consolidation_at__isnull=False)
     wait_until(consolidated.exists, worker=celery_worker_process, what="consolidation")
-    bank = Bank.objects.get(team=tenant.team, bank_id="user:ada")
-    assert bank.full is True
+    bank = Bank.objects.get(team=tenant.team, address="user:ada")
+    assert bank.is_full is True
     assert bank.consolidation_pending is False
     assert "latched FULL" in bank.last_consolidation_outcome

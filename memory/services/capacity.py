@@ -26,15 +26,15 @@ def get_or_create_bank(*, team: Team, person: Person | None, scope: str, kind: s
     """Banks are created on first use with the policy and limits configured at that moment."""
     scope = validate_scope(scope)
     person_for_bank = None if kind == Bank.Kind.SHARED else person
-    bank_id = bank_id_for(kind, person_for_bank, scope)
-    existing = Bank.objects.filter(team=team, bank_id=bank_id).first()
+    address = bank_id_for(kind, person_for_bank, scope)
+    existing = Bank.objects.filter(team=team, address=address).first()
     if existing is not None:
         return existing
     try:
         with transaction.atomic():
             return Bank.objects.create(
                 team=team,
-                bank_id=bank_id,
+                address=address,
                 kind=kind,
                 person=person_for_bank,
                 scope="" if kind == Bank.Kind.GLOBAL else scope,
@@ -43,7 +43,7 @@ def get_or_create_bank(*, team: Team, person: Person | None, scope: str, kind: s
                 capacity=settings.BOUNDED_CAPACITY,
             )
     except IntegrityError:  # created concurrently
-        return Bank.objects.get(team=team, bank_id=bank_id)
+        return Bank.objects.get(team=team, address=address)
 
 
 @transaction.atomic
@@ -63,7 +63,7 @@ def update_bank_settings(*, bank: Bank, actor: Actor, changes: dict[str, Any]) -
     _log(locked, actor, Revision.Action.LATCH, reason=f"settings changed: {before} -> {changes}")
     if locked.policy == Bank.Policy.BOUNDED:
         _shrink_to_capacity(locked, actor)
-    if locked.full and _count(locked) < locked.soft_limit:
+    if locked.is_full and _count(locked) < locked.soft_limit:
         _clear_latch(locked, actor, "the count is under the new soft limit")
     return locked
 
@@ -91,12 +91,12 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
         count = _count(bank)
         if count >= bank.hard_limit:
             raise BankFull(
-                f"Bank {bank.bank_id} holds {count} notes, its hard limit. Offer to drop something old; "
+                f"Bank {bank.address} holds {count} notes, its hard limit. Offer to drop something old; "
                 "updates to existing keys still work.",
             )
-        if bank.full:
+        if bank.is_full:
             raise BankFull(
-                f"Bank {bank.bank_id} is FULL: new notes are refused until something is removed. "
+                f"Bank {bank.address} is FULL: new notes are refused until something is removed. "
                 "Offer the person to drop something old; corrections to existing keys still work.",
             )
         return []
@@ -108,7 +108,7 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
     if not verdict.admit:
         loser = policy.weakest(held, now)
         raise Refused(
-            f"Bank {bank.bank_id} is at its capacity of {bank.capacity}. The new note '{fields['key']}' "
+            f"Bank {bank.address} is at its capacity of {bank.capacity}. The new note '{fields['key']}' "
             f"({fields['kind']}, worth {verdict.newcomer_worth:.1f}) is worth less than the weakest note it holds, "
             f"'{loser.key}' ({loser.kind}, worth {verdict.weakest_worth:.1f}), so nothing was changed.",
             field="key",
@@ -142,7 +142,7 @@ def _shrink_to_capacity(bank: Bank, actor: Actor) -> None:
 
 
 def _after_growth(bank: Bank) -> None:
-    if bank.policy != Bank.Policy.CURATED or bank.full or bank.consolidation_pending:
+    if bank.policy != Bank.Policy.CURATED or bank.is_full or bank.consolidation_pending:
         return
     if _count(bank) <= bank.soft_limit:
         return
@@ -151,20 +151,19 @@ def _after_growth(bank: Bank) -> None:
 
 def request_consolidation(bank: Bank) -> bool:
     """Mark the bank as waiting for consolidation and enqueue it once; repeated crossings coalesce."""
-    claimed = Bank.objects.filter(pk=bank.pk, consolidation_pending=False, full=False).update(
+    claimed = Bank.objects.filter(pk=bank.pk, consolidation_pending=False, is_full=False).update(
         consolidation_pending=True, consolidation_requested_at=timezone.now()
     )
     if not claimed:
         return False
     bank.consolidation_pending = True
-    bank_pk = bank.pk
-    transaction.on_commit(lambda: _enqueue_consolidation(bank_pk), robust=True)
+    transaction.on_commit(lambda: _enqueue_consolidation(bank.pk), robust=True)
     return True
 
 
-def _enqueue_consolidation(bank_pk: int) -> None:
+def _enqueue_consolidation(bank_id: int) -> None:
     # By name: the curator depends on memory, never the other way round.
-    app.send_task(CONSOLIDATION_TASK, args=[bank_pk])
+    app.send_task(CONSOLIDATION_TASK, args=[bank_id])
 
 
 def record_consolidation(*, bank: Bank, outcome: str) -> None:
@@ -193,13 +192,13 @@ def _remove(note: Note, actor: Actor, action: str, reason: str) -> None:
     # land between the collection and the delete, and the delete would fail on the foreign key.
     Note.objects.select_for_update(of=("self",)).filter(pk=note.pk).order_by("pk").values_list("pk").first()
     note.delete()
-    if bank.full and _count(bank) < bank.soft_limit:
+    if bank.is_full and _count(bank) < bank.soft_limit:
         _clear_latch(bank, actor, "a removal took the bank back under its soft limit")
 
 
 def _clear_latch(bank: Bank, actor: Actor, reason: str) -> None:
-    Bank.objects.filter(pk=bank.pk).update(full=False, full_since=None)
-    bank.full = False
+    Bank.objects.filter(pk=bank.pk).update(is_full=False, full_since=None)
+    bank.is_full = False
     bank.full_since = None
     _log(bank, actor, Revision.Action.LATCH, reason=f"FULL latch cleared: {reason}")
 
@@ -207,10 +206,10 @@ def _clear_latch(bank: Bank, actor: Actor, reason: str) -> None:
 @transaction.atomic
 def latch_full(*, bank: Bank, actor: Actor, reason: str) -> Bank:
     locked = _lock(bank)
-    if not locked.full:
-        locked.full = True
+    if not locked.is_full:
+        locked.is_full = True
         locked.full_since = timezone.now()
-        locked.save(update_fields=["full", "full_since"])
+        locked.save(update_fields=["is_full", "full_since"])
         _log(locked, actor, Revision.Action.LATCH, reason=f"FULL latch set: {reason}")
     return locked
 
@@ -218,6 +217,6 @@ def latch_full(*, bank: Bank, actor: Actor, reason: str) -> Bank:
 @transaction.atomic
 def clear_latch(*, bank: Bank, actor: Actor, reason: str) -> Bank:
     locked = _lock(bank)
-    if locked.full:
+    if locked.is_full:
         _clear_latch(locked, actor, reason)
     return locked

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 
-from accounts.models import Person
+from accounts.models import Agent, Person
 from memory.exceptions import InvalidNote, NoteNotFound
 from memory.models import CategoryMute
 from memory.validation import check_category
 
 
 @transaction.atomic
-def mute_category(*, person: Person, agent: Any, category: str) -> CategoryMute:
+def mute_category(*, person: Person, agent: Agent, category: str) -> CategoryMute:
     if agent.team_id != person.team_id:
         raise NoteNotFound("That agent is not in this person's team.", field="agent")
     normalized = check_category(category)
@@ -26,7 +24,7 @@ def mute_category(*, person: Person, agent: Any, category: str) -> CategoryMute:
 
 
 @transaction.atomic
-def unmute_category(*, person: Person, agent: Any, category: str) -> None:
+def unmute_category(*, person: Person, agent: Agent, category: str) -> None:
     CategoryMute.objects.filter(
         team_id=person.team_id, person=person, agent=agent, category=check_category(category)
     ).delete()

@@ -90,7 +90,7 @@ def _attempt(
         _record_refusal(
             team=bank.team,
             person=bank.person,
-            bank_ref=bank.bank_id,
+            bank_ref=bank.address,
             actor=actor,
             key=key,
             attempted=attempted,
@@ -227,7 +227,7 @@ def append_observation(
         new_content = f"{existing.content}\n{text}"
         if len(new_content) > CONTENT_MAX:
             raise TooLong(
-                f"Appending would take note {locked.bank_id}:{existing.key} to {len(new_content)} characters; "
+                f"Appending would take note {locked.address}:{existing.key} to {len(new_content)} characters; "
                 f"the limit is {CONTENT_MAX}. Condense it with an edit first; nothing was written.",
                 field="observation",
             )

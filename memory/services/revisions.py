@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
-from accounts.models import Person, Team
+from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.text import normalize_key
@@ -27,7 +27,7 @@ class Actor:
     request_id: str = ""
 
     @classmethod
-    def for_agent(cls, agent: Any, request_id: str = "") -> Actor:
+    def for_agent(cls, agent: Agent, request_id: str = "") -> Actor:
         return cls(Revision.Actor.AGENT, agent.slug, request_id)
 
 
@@ -45,7 +45,7 @@ def _log(
     return Revision.objects.create(
         team_id=bank.team_id,
         bank=bank if bank.pk else None,
-        bank_ref=bank.bank_id,
+        bank_ref=bank.address,
         person_id=bank.person_id,
         note_key=note.key if note is not None else key,
         note_id=note.pk if note is not None else None,
@@ -70,7 +70,7 @@ def _record_refusal(
     exc: Exception,
 ) -> Revision:
     message = getattr(exc, "message", str(exc))
-    bank = Bank.objects.filter(team=team, bank_id=bank_ref).first()
+    bank = Bank.objects.filter(team=team, address=bank_ref).first()
     # Its own transaction: the refused write rolled back, its revision must not. Everything
     # written here is escaped, because what was refused may be text Postgres cannot store
     # (a NUL, a lone surrogate): the refusal must still be logged.
@@ -115,7 +115,7 @@ def record_refused_call(
     key = normalize_key(raw_key) if isinstance(raw_key, str) else ""
     bank_ref = f"(unresolved: {operation} refused before its bank was resolved)"
     if note is not None:
-        bank_ref, person, key = note.bank.bank_id, note.bank.person, note.key
+        bank_ref, person, key = note.bank.address, note.bank.person, note.key
     reason = f"{field}: {message}" if field and not message.startswith(f"{field}:") else message
     with transaction.atomic():
         revision = Revision.objects.create(

@@ -84,7 +84,7 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
             ] == "food"
 
     run_async(scenario)
-    assert not Note.objects.filter(team=tenant.team, bank__bank_id="user:ada").exists()
+    assert not Note.objects.filter(team=tenant.team, bank__address="user:ada").exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -108,5 +108,5 @@ def test_async_errors_are_the_same_types(web_server, tenant):
                 await mnemo.remember(person="ada", key="b", description="B", content="B.")
 
     run_async(refusals)
-    latch_full(bank=Bank.objects.get(team=tenant.team, bank_id="user:ada"), actor=Actor("admin", "test"), reason="t")
+    latch_full(bank=Bank.objects.get(team=tenant.team, address="user:ada"), actor=Actor("admin", "test"), reason="t")
     run_async(full_bank)

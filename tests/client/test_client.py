@@ -184,7 +184,7 @@ def test_banks_are_listed_read_and_changed_with_an_admin_key(web_server, tenant,
 
         changed = admin.update_bank("user:ada:project:apollo", policy="bounded", capacity=1)
         assert (changed["policy"], changed["capacity"]) == ("bounded", 1)
-        assert Bank.objects.get(team=admin_tenant.team, bank_id="user:ada:project:apollo").capacity == 1
+        assert Bank.objects.get(team=admin_tenant.team, address="user:ada:project:apollo").capacity == 1
 
         # The bank is at capacity with a durable note; a passing state is worth less and is refused.
         with pytest.raises(Refused) as refused:

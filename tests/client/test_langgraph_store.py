@@ -38,7 +38,7 @@ def test_put_get_search_and_delete(store, mnemo, tenant):
         "food",
         {"likes": ["brunost", "figs"], "spicy": False, "rating": 4},
     )
-    note = Note.objects.get(team=tenant.team, bank__bank_id="user:ada", key="food")
+    note = Note.objects.get(team=tenant.team, bank__address="user:ada", key="food")
     assert json.loads(note.content) == {"key": "food", "value": item.value}
     assert (note.description, item.created_at, item.updated_at) == (
         'LangGraph item "food"',
@@ -98,7 +98,7 @@ def test_namespaces_are_kept_apart_and_listed(store, tenant):
     assert store.get(APOLLO, "k").value == {"where": "apollo"}
     assert store.get(BOB, "k").value == {"where": "bob"}
     assert store.get(("user", "ada", "project", "zeus"), "k") is None
-    banks = set(Note.objects.filter(team=tenant.team, key="k").values_list("bank__bank_id", flat=True))
+    banks = set(Note.objects.filter(team=tenant.team, key="k").values_list("bank__address", flat=True))
     assert banks == {"user:ada", "user:ada:project:apollo", "user:bob"}
 
     assert {(i.namespace, i.value["where"]) for i in store.search(("user", "ada"))} == {
@@ -196,4 +196,4 @@ def test_a_graph_remembers_across_threads(store, mnemo, tenant):
     turn = mnemo.take_turn(person="ada", message="Where do I live again?")
     notes = next(block["text"] for block in turn["blocks"] if block["layer"] == "notes")
     assert "Where the person lives" in notes
-    assert Note.objects.get(team=tenant.team, bank__bank_id="user:ada", key="home").source == "remember"
+    assert Note.objects.get(team=tenant.team, bank__address="user:ada", key="home").source == "remember"

@@ -199,12 +199,12 @@ def test_consolidation_applies_a_valid_plan_and_buys_headroom(tenant, person, ac
         forgets=[Drop(key="rain", reason="trivial"), Drop(key="walks", reason="stale")],
     )
     scripted = ScriptedProvider(consolidations=[plan])
-    outcome = consolidate_bank(bank_pk=bank.pk, task_id="t-1", provider=scripted)
+    outcome = consolidate_bank(bank_id=bank.pk, task_id="t-1", provider=scripted)
     assert "merged 1, forgot 2" in outcome
     assert sorted(Note.objects.values_list("key", flat=True)) == ["coffee", "tea"]
     assert Note.objects.get(key="tea").content == "Likes tea, often twice a day."
     bank.refresh_from_db()
-    assert (bank.full, bank.consolidation_pending) == (False, False)
+    assert (bank.is_full, bank.consolidation_pending) == (False, False)
     assert scripted.seen[0].target == 2
     assert Revision.objects.filter(actor="consolidation", request_id="t-1").count() >= 4
 
@@ -227,11 +227,11 @@ def test_a_plan_merging_across_scope_is_rejected_whole_and_the_bank_latches(tena
     bad = ConsolidationPlan(
         merges=[Merge(keep="a", absorb=["b"], content="A and B.")], forgets=[Drop(key="c", reason="old")]
     )
-    outcome = consolidate_bank(bank_pk=bank.pk, provider=ScriptedProvider(consolidations=[bad]))
+    outcome = consolidate_bank(bank_id=bank.pk, provider=ScriptedProvider(consolidations=[bad]))
     assert "plan rejected whole" in outcome
     assert sorted(Note.objects.values_list("key", flat=True)) == ["a", "b", "c"]  # not even the valid forget ran
     bank.refresh_from_db()
-    assert bank.full is True
+    assert bank.is_full is True
     assert bank.consolidation_pending is False
     enqueue.reset_mock()
     with pytest.raises(BankFull):
@@ -256,7 +256,7 @@ def test_a_consolidation_killed_mid_apply_leaves_the_bank_exactly_as_before(tena
     )
     mocker.patch("curator.services.delete_note", side_effect=RuntimeError("worker killed"))
     with pytest.raises(RuntimeError):
-        consolidate_bank(bank_pk=bank.pk, provider=ScriptedProvider(consolidations=[plan]))
+        consolidate_bank(bank_id=bank.pk, provider=ScriptedProvider(consolidations=[plan]))
     assert list(Note.objects.order_by("key").values("key", "content", "updated_at")) == before
     assert Revision.objects.count() == revisions_before
     bank.refresh_from_db()
@@ -272,8 +272,8 @@ def test_concurrent_triggers_coalesce_into_one_run(tenant, person, actor, mocker
     assert enqueue.call_count == 1
     bank = Bank.objects.get()
     scripted = ScriptedProvider(consolidations=[ConsolidationPlan(), ConsolidationPlan()])
-    first = consolidate_bank(bank_pk=bank.pk, provider=scripted)
-    second = consolidate_bank(bank_pk=bank.pk, provider=scripted)
+    first = consolidate_bank(bank_id=bank.pk, provider=scripted)
+    second = consolidate_bank(bank_id=bank.pk, provider=scripted)
     assert "latched FULL" in first
     assert second == "skipped: no consolidation pending"
     assert ProviderCall.objects.filter(purpose="consolidate").count() == 1

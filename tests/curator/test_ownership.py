@@ -52,6 +52,6 @@ def test_the_check_finds_a_foreign_write_when_there_is_one():
         "def sneak(conversation, bank):\n"
         "    Conversation.objects.filter(pk=conversation.pk).update(curation_pending=False)\n"
         "    Bank.objects.select_for_update().get(pk=bank.pk)\n"
-        "    bank.save(update_fields=['full'])\n"
+        "    bank.save(update_fields=['is_full'])\n"
     )
     assert len(foreign_writes_in(rogue, "rogue.py")) == 2

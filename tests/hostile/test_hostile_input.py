@@ -64,7 +64,7 @@ class World:
             "conversation": str(self.conversation.pk),
             "message": str(self.message.pk),
             "turn": str(self.turn.pk),
-            "bank": urllib.parse.quote(self.note.bank.bank_id, safe=":"),
+            "bank": urllib.parse.quote(self.note.bank.address, safe=":"),
             "person": "ada",
         }
         return path.format(**{**values, **override})
@@ -93,7 +93,7 @@ def state(world: World) -> dict[str, Any]:
     team = world.tenant.team
     return {
         "notes": sorted(Note.objects.filter(team=team).values_list("pk", "key", "description", "content")),
-        "banks": sorted(Bank.objects.filter(team=team).values_list("bank_id", "policy", "soft_limit", "hard_limit")),
+        "banks": sorted(Bank.objects.filter(team=team).values_list("address", "policy", "soft_limit", "hard_limit")),
         "people": sorted(Person.objects.filter(team=team).values_list("external_id", "display_name")),
         "conversations": Conversation.objects.filter(team=team).count(),
         "messages": sorted(Message.objects.filter(team=team).values_list("pk", "content")),

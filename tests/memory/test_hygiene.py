@@ -58,10 +58,10 @@ def test_the_full_latch_refuses_new_notes_allows_updates_and_clears_on_removal(t
     assert updated.action == "updated"
 
     delete_note(note=Note.objects.get(key="fact-1"), actor=actor)
-    assert Bank.objects.get().full is True  # 3 notes: not yet under the soft limit of 3
+    assert Bank.objects.get().is_full is True  # 3 notes: not yet under the soft limit of 3
     delete_note(note=Note.objects.get(key="fact-2"), actor=actor)
     bank.refresh_from_db()
-    assert (bank.full, bank.full_since) == (False, None)
+    assert (bank.is_full, bank.full_since) == (False, None)
     assert Revision.objects.filter(action="latch", reason__contains="cleared").exists()
     remember(team=tenant.team, person=person, actor=actor, **note_fields(key="new-fact"))
 
@@ -84,15 +84,15 @@ def test_consolidation_merges_duplicates_and_latches_when_still_over(tenant, per
     fill(tenant, person, actor, 2)
     bank = Bank.objects.get()
     assert bank.consolidation_pending
-    outcome = consolidate_bank(bank_pk=bank.pk, task_id="task-1")
+    outcome = consolidate_bank(bank_id=bank.pk, task_id="task-1")
     bank.refresh_from_db()
     assert "merged 2" in outcome
     assert Note.objects.filter(content="Ada likes tea.").count() == 1
     assert Revision.objects.filter(action="merge", actor="consolidation").count() == 3
-    assert bank.full is True  # 3 distinct notes remain over the soft limit of 2
+    assert bank.is_full is True  # 3 distinct notes remain over the soft limit of 2
     assert bank.consolidation_pending is False
     assert "latched FULL" in bank.last_consolidation_outcome
-    assert consolidate_bank(bank_pk=bank.pk) == "skipped: no consolidation pending"
+    assert consolidate_bank(bank_id=bank.pk) == "skipped: no consolidation pending"
 
 
 def test_expiry_removes_notes_with_actor_expiry(tenant, person, actor):

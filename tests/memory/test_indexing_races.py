@@ -25,14 +25,14 @@ from tests.concurrency import (
     on_other_connection,
     wait_until_blocked_on_a_lock,
 )
-from tests.factories import note_fields
+from tests.factories import note_fields, written
 
 # Writes here commit for real; their after-commit indexing goes nowhere, the tests index themselves.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_broker")]
 
 
 def write(tenant, person, actor, **fields) -> Note:
-    return remember(team=tenant.team, person=person, actor=actor, **note_fields(**fields)).note
+    return written(remember(team=tenant.team, person=person, actor=actor, **note_fields(**fields)))
 
 
 def fresh(note: Note) -> Note:

@@ -9,7 +9,7 @@ from django.utils import timezone
 from memory.models import Bank, Note, NoteVector, Revision
 from memory.queries import build_digest
 from memory.services import append_observation, latch_full, mute_category, remember
-from tests.factories import AgentFactory, PersonFactory, note_fields
+from tests.factories import AgentFactory, PersonFactory, note_fields, written
 from tests.fixtures import HTMX, PASSWORD, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def home_note(tenant, person, actor) -> Note:
-    return remember(team=tenant.team, person=person, actor=actor, **note_fields()).note
+    return written(remember(team=tenant.team, person=person, actor=actor, **note_fields()))
 
 
 def test_anonymous_visitors_are_sent_to_the_login_page(client, home_note):
@@ -58,12 +58,12 @@ def test_lens_lists_each_bank_about_the_person_by_category_with_count_and_limit(
 
 
 def test_lens_shows_only_the_banks_of_the_signed_in_users_people(lens_client, tenant, person, actor, home_note):
-    stranger = PersonFactory(team=tenant.team, external_id="grace")
+    stranger = PersonFactory.create(team=tenant.team, external_id="grace")
     remember(team=tenant.team, person=stranger, actor=actor, **note_fields(content="Grace lives in Rome."))
     # A shared bank of a scope the person has no private bank in is not about them.
     remember(team=tenant.team, person=stranger, actor=actor, scope="project:zeus", bank="shared", **note_fields())
     other = make_tenant()
-    twin = PersonFactory(team=other.team, external_id="ada")
+    twin = PersonFactory.create(team=other.team, external_id="ada")
     remember(team=other.team, person=twin, actor=actor, **note_fields(content="Another team's Ada."))
     html = lens_client.get("/lens/").content.decode()
     assert "<code>user:ada</code>" in html
@@ -123,10 +123,12 @@ def test_lens_query_count_does_not_grow_with_banks_and_notes(
 
 
 def test_another_persons_note_is_not_found(lens_client, tenant, actor):
-    stranger = PersonFactory(team=tenant.team, external_id="grace")
+    stranger = PersonFactory.create(team=tenant.team, external_id="grace")
     theirs = remember(team=tenant.team, person=stranger, actor=actor, **note_fields()).note
     other = make_tenant()
-    elsewhere = remember(team=other.team, person=PersonFactory(team=other.team), actor=actor, **note_fields()).note
+    elsewhere = remember(
+        team=other.team, person=PersonFactory.create(team=other.team), actor=actor, **note_fields()
+    ).note
     for note in [theirs, elsewhere]:
         for headers in ({}, HTMX):  # the htmx partial endpoints answer the same
             assert lens_client.get(f"/m/{note.pk}", headers=headers).status_code == 404
@@ -231,7 +233,7 @@ def test_muting_a_category_hides_it_from_that_agents_digest_and_greys_it_in_the_
     lens_client, tenant, person, actor
 ):
     append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
-    other_agent = AgentFactory(team=tenant.team)
+    other_agent = AgentFactory.create(team=tenant.team)
     response = lens_client.post("/lens/mute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"})
     assert response.status_code == 302
     assert build_digest(team=tenant.team, person=person, agent=tenant.agent).entries == []
@@ -252,7 +254,7 @@ def test_unmuting_a_category_restores_it(lens_client, tenant, person, actor):
 
 
 def test_muting_for_another_persons_or_teams_agent_is_not_found(lens_client, tenant, person, actor):
-    stranger = PersonFactory(team=tenant.team)
+    stranger = PersonFactory.create(team=tenant.team)
     foreign_agent = make_tenant().agent
     for data in [
         {"person": stranger.pk, "agent": tenant.agent.pk, "category": "food"},
@@ -359,7 +361,7 @@ def test_a_team_admin_sees_the_teams_people_and_a_member_does_not(client, django
     from accounts.models import Membership
     from tests.factories import PersonFactory
 
-    bob = PersonFactory(team=tenant.team, external_id="bob")
+    bob = PersonFactory.create(team=tenant.team, external_id="bob")
     note = remember(team=tenant.team, person=bob, actor=actor, **note_fields(content="Bob lives in Rome.")).note
     member = django_user_model.objects.create_user("member", password="a-long-password-1")
     Membership.objects.create(team=tenant.team, user=member, role="member")
@@ -387,6 +389,6 @@ def test_the_admin_clear_latch_action_is_logged(client, django_user_model, tenan
     )
     assert response.status_code == 200
     bank.refresh_from_db()
-    assert bank.full is False
+    assert bank.is_full is False
     cleared = Revision.objects.get(action="latch", reason__contains="cleared")
     assert (cleared.actor, cleared.actor_ref) == ("admin", "user:root")

@@ -11,7 +11,7 @@ from django.test import Client
 from accounts.models import Membership
 from memory.models import Note, Revision
 from memory.services import Actor, remember
-from tests.factories import note_fields
+from tests.factories import PersonFactory, note_fields, written
 from tests.fixtures import HTMX, PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -29,14 +29,14 @@ def shared(tenant, person, actor) -> Shared:
         team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared",
         **note_fields(key="standup", description="When the stand-up is", content="Stand-up at nine, says Bob."),
     )  # fmt: skip
-    note = remember(
+    note = written(remember(
         team=tenant.team, person=person, actor=Actor(Revision.Actor.AGENT, "scribe"), scope="project:apollo",
         bank="shared", **note_fields(key="standup", description="When the stand-up is", content="Stand-up at ten."),
-    ).note  # fmt: skip
-    own = remember(
+    ))  # fmt: skip
+    own = written(remember(
         team=tenant.team, person=person, actor=actor, scope="project:apollo",
         **note_fields(key="deadline", description="Apollo deadline", content="Ada ships in May."),
-    ).note  # fmt: skip
+    ))  # fmt: skip
     return Shared(note=note, own=own)
 
 
@@ -160,7 +160,6 @@ def test_an_admin_of_another_team_is_no_admin_here(client, django_user_model, sh
 def test_a_members_mute_of_a_shared_category_changes_only_her_own_reads(member_client, tenant, person, actor):
     """Mute controls stay beside shared notes: a mute is the person's, and changes no shared note."""
     from memory.queries import build_digest
-    from tests.factories import PersonFactory
 
     remember(
         team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared", category="rituals",
@@ -173,7 +172,7 @@ def test_a_members_mute_of_a_shared_category_changes_only_her_own_reads(member_c
     assert response.status_code == 200
     assert Note.objects.get(key="retro").content == "Retro on Fridays."
     ada_sees = build_digest(team=tenant.team, person=person, agent=tenant.agent, scope="project:apollo")
-    bob = PersonFactory(team=tenant.team, external_id="bob")
+    bob = PersonFactory.create(team=tenant.team, external_id="bob")
     bob_sees = build_digest(team=tenant.team, person=bob, agent=tenant.agent, scope="project:apollo")
     assert "retro" not in {note.key for note in ada_sees.entries}
     assert "retro" in {note.key for note in bob_sees.entries}

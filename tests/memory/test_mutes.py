@@ -20,7 +20,7 @@ from config.mcp import call_tool
 from memory.models import Note
 from memory.queries import build_digest
 from memory.services import mute_category, remember
-from tests.factories import AgentFactory, PersonFactory
+from tests.factories import AgentFactory, PersonFactory, written
 
 pytestmark = pytest.mark.django_db
 
@@ -53,24 +53,24 @@ def reader(agent) -> Reader:
 @pytest.fixture
 def world(tenant, person, actor) -> World:
     team, ada = tenant.team, person
-    allergy = remember(
+    allergy = written(remember(
         team=team, person=ada, actor=actor, bank="global", category="health", key="allergy",
         description="What Ada is allergic to", content="Ada is allergic to peanuts.",
-    ).note  # fmt: skip
-    city = remember(
+    ))  # fmt: skip
+    city = written(remember(
         team=team, person=ada, actor=actor, bank="global", key="city",
         description="Where Ada lives", content="Ada lives in Oslo and eats no peanuts.",
-    ).note  # fmt: skip
-    snacks = remember(
+    ))  # fmt: skip
+    snacks = written(remember(
         team=team, person=ada, actor=actor, scope=APOLLO, bank="shared", category="health", key="team-snacks",
         description="Snacks at Apollo stand-ups", content="The Apollo team orders peanut-free snacks.",
-    ).note  # fmt: skip
-    coach = AgentFactory(team=team, name="Coach")
+    ))  # fmt: skip
+    coach = AgentFactory.create(team=team, name="Coach")
     mute_category(person=ada, agent=coach, category="health")
     return World(
         ada=ada,
         coach=reader(coach),
-        scribe=reader(AgentFactory(team=team, name="Scribe")),
+        scribe=reader(AgentFactory.create(team=team, name="Scribe")),
         allergy=allergy,
         city=city,
         snacks=snacks,
@@ -187,7 +187,7 @@ def test_a_persons_mute_reaches_the_shared_bank_in_their_reads_only(world, read,
     assert "team-snacks" not in read(world.coach, world)
     assert "team-snacks" in read(world.scribe, world)
     # Bob works on Apollo too: Ada's mute is hers, so Coach still gets the shared note in Bob's turns.
-    bob = PersonFactory(team=tenant.team, external_id="bob")
+    bob = PersonFactory.create(team=tenant.team, external_id="bob")
     hits = tool(world.coach, "recall_memories", person=bob.external_id, scope=APOLLO, query="peanut snacks")
     assert "team-snacks" in {hit["key"] for hit in hits["results"]}
 

@@ -77,7 +77,7 @@ def test_export_then_import_into_another_team_reproduces_the_notes(tenant, other
 
     def shape(team):
         return sorted(
-            (n.bank.bank_id, n.bank.kind, n.key, n.description, n.content, n.kind, n.category, n.scope_refs)
+            (n.bank.address, n.bank.kind, n.key, n.description, n.content, n.kind, n.category, n.scope_refs)
             for n in Note.objects.filter(team=team).exclude(bank__kind=Bank.Kind.SHARED).select_related("bank")
             if n.bank.person.external_id == "ada"
         )
@@ -107,7 +107,7 @@ def test_importing_the_same_package_twice_is_unchanged_the_second_time(tenant):
     assert Revision.objects.count() == revisions
     assert Note.objects.count() == 4
     assert dict(Note.objects.values_list("key", "updated_at")) == updated_at
-    assert set(Bank.objects.filter(team=tenant.team).values_list("bank_id", flat=True)) == {
+    assert set(Bank.objects.filter(team=tenant.team).values_list("address", flat=True)) == {
         "user:ada", "scope:project:apollo", "user:ada:project:apollo",
     }  # fmt: skip
 
@@ -197,7 +197,7 @@ def test_jsonl_is_accepted(tenant):
     assert isinstance(data, list)
     report = import_package(team=tenant.team, data=data, actor=import_actor())
     assert (report.created, report.refused) == (3, 0)
-    assert sorted(Note.objects.values_list("bank__bank_id", "key")) == [
+    assert sorted(Note.objects.values_list("bank__address", "key")) == [
         ("scope:project:apollo", "standup"), ("user:ada", "home-city"), ("user:ada:project:apollo", "deadline"),
     ]  # fmt: skip
 

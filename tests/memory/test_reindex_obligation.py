@@ -93,7 +93,7 @@ def test_the_static_check_finds_a_write_when_there_is_one(tmp_path):
 
 
 def assert_every_note_indexed() -> None:
-    stale = list(NOTES.stale().values_list("bank__bank_id", "key"))
+    stale = list(NOTES.stale().values_list("bank__address", "key"))
     assert stale == [], f"notes written without being indexed: {stale}"
 
 
@@ -173,9 +173,9 @@ def test_every_public_write_service_leaves_its_notes_indexed(tenant, person, act
     with index_inline():
         for key in ("dup-a", "dup-b"):
             services.remember(team=team, person=person, actor=actor, **note_fields(key=key, content="Same words."))
-        bank = Bank.objects.get(bank_id="user:ada")
+        bank = Bank.objects.get(address="user:ada")
         Bank.objects.filter(pk=bank.pk).update(consolidation_pending=True)
-        consolidate_bank(bank_pk=bank.pk)
+        consolidate_bank(bank_id=bank.pk)
     assert_every_note_indexed()
     assert Note.objects.count() >= 4
 

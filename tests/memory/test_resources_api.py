@@ -71,7 +71,7 @@ def test_bank_patch_needs_an_admin_key(tenant, admin_tenant):
     refused = tenant.client.patch(url, {"policy": "bounded"}, format="json")
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "permission_denied"
-    assert Bank.objects.get(bank_id="user:ada").policy == "curated"
+    assert Bank.objects.get(address="user:ada").policy == "curated"
 
 
 def test_bank_patch_with_an_admin_key_changes_policy_and_logs_it(admin_tenant):
@@ -80,7 +80,7 @@ def test_bank_patch_with_an_admin_key_changes_policy_and_logs_it(admin_tenant):
     response = admin_tenant.client.patch(url, {"policy": "bounded", "capacity": 8}, format="json")
     assert response.status_code == 200
     assert (response.json()["policy"], response.json()["capacity"]) == ("bounded", 8)
-    assert Revision.objects.filter(bank__bank_id="user:ada", action="latch", actor="admin").exists()
+    assert Revision.objects.filter(bank__address="user:ada", action="latch", actor="admin").exists()
     bad = admin_tenant.client.patch(url, {"soft_limit": 50, "hard_limit": 10}, format="json")
     assert bad.status_code == 400
     assert bad.json()["error"]["field"] == "hard_limit"
@@ -110,7 +110,7 @@ def test_another_team_gets_404_for_every_note_bank_and_revision(tenant, other_te
         )
         assert edit.status_code == 404
     for bank in Bank.objects.filter(team=tenant.team):
-        url = "/api/v1/banks/" + quote(bank.bank_id, safe="")
+        url = "/api/v1/banks/" + quote(bank.address, safe="")
         assert other.get(url).status_code == 404
         assert other.patch(url, {"capacity": 3}, format="json").status_code == 404
     for revision in Revision.objects.filter(team=tenant.team):

@@ -184,7 +184,7 @@ def test_remember_about_user_and_project(tenant):
         category="Preferences",
         summary="Norwegian, short",
     )
-    note = Note.objects.get(bank__bank_id="user:ada")
+    note = Note.objects.get(bank__address="user:ada")
     assert note.content == "Prefers replies in Norwegian.\nLikes short answers."
     assert note.description == "Norwegian, short"
     project = call(

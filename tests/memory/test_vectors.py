@@ -159,7 +159,7 @@ def test_scope_walls_hold_in_hybrid_recall(tenant, person, actor, index_inline):
     ranked = recall_memories(
         team=tenant.team, person=person, agent=tenant.agent, query="launch mars", scope="project:apollo"
     )
-    assert [h.note.bank.bank_id for h in ranked.hits] == ["user:ada:project:apollo"]
+    assert [h.note.bank.address for h in ranked.hits] == ["user:ada:project:apollo"]
     assert all(isinstance(h, Hit) and h.similarity is not None for h in ranked.hits)
 
 

@@ -22,7 +22,7 @@ def test_remember_creates_a_note_and_a_create_revision(tenant, person, actor):
     result = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="Home City"))
     assert result.action == "created"
     note = Note.objects.get()
-    assert (note.key, note.bank.bank_id, note.source) == ("home-city", "user:ada", "remember")
+    assert (note.key, note.bank.address, note.source) == ("home-city", "user:ada", "remember")
     revision = Revision.objects.get()
     assert (revision.action, revision.actor, revision.actor_ref, revision.request_id) == (
         "create",
@@ -116,12 +116,12 @@ def test_an_ontology_id_of_another_team_is_unknown(tenant, other_tenant, person,
 
 def test_private_write_with_a_scope_goes_to_the_private_bank(tenant, person, actor):
     result = remember(team=tenant.team, person=person, actor=actor, scope="project:apollo", **note_fields())
-    assert result.bank.bank_id == "user:ada:project:apollo"
+    assert result.bank.address == "user:ada:project:apollo"
     assert result.bank.kind == Bank.Kind.PRIVATE
     shared = remember(
         team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared", **note_fields()
     )
-    assert shared.bank.bank_id == "scope:project:apollo"
+    assert shared.bank.address == "scope:project:apollo"
     assert shared.bank.person is None
 
 
@@ -140,7 +140,7 @@ def test_append_observation_appends_to_the_category_note(tenant, person, actor):
     )  # fmt: skip
     assert (first.action, second.action) == ("created", "appended")
     note = Note.objects.get()
-    assert (note.key, note.category, note.bank.bank_id) == ("preferences", "preferences", "user:ada")
+    assert (note.key, note.category, note.bank.address) == ("preferences", "preferences", "user:ada")
     assert note.content == "Likes tea.\nHates mornings."
     assert note.description == "Tea, not mornings"
     assert Revision.objects.filter(action="append").count() == 1
@@ -174,8 +174,8 @@ def test_forget_deletes_from_the_narrowest_bank_and_logs_it(tenant, person, acto
     remember(team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="global", **note_fields())
     remember(team=tenant.team, person=person, actor=actor, scope="project:apollo", **note_fields(content="private"))
     result, _ = forget(team=tenant.team, person=person, actor=actor, key="home city", scope="project:apollo")
-    assert result.bank.bank_id == "user:ada:project:apollo"
-    assert list(Note.objects.values_list("bank__bank_id", flat=True)) == ["user:ada"]
+    assert result.bank.address == "user:ada:project:apollo"
+    assert list(Note.objects.values_list("bank__address", flat=True)) == ["user:ada"]
     deleted = Revision.objects.get(action="delete")
     assert deleted.before["content"] == "private"
     assert deleted.actor == "agent"
@@ -247,7 +247,7 @@ def test_daily_notes_continue_in_a_numbered_sibling_when_full(tenant, person, ac
 
     day = date(2026, 11, 30)
     first = append_daily(team=tenant.team, person=person, actor=actor, text="Morning: " + "a" * 1500, day=day)
-    assert (first.key, first.note.kind, first.bank.bank_id) == ("daily-2026-11-30", "daily", "user:ada")
+    assert (first.key, first.note.kind, first.bank.address) == ("daily-2026-11-30", "daily", "user:ada")
     second = append_daily(team=tenant.team, person=person, actor=actor, text="Evening: " + "b" * 900, day=day)
     assert second.key == "daily-2026-11-30-2"
     third = append_daily(team=tenant.team, person=person, actor=actor, text="Night: short", day=day)
