@@ -59,7 +59,7 @@ test: lint typecheck migrations-check
 bench: install
 	$(PY) -m bench $(BENCH)
 
-# Mutation testing of the pure rules ([tool.mutmut] in pyproject.toml, docs/mutation.md): each mutant
+# Mutation testing of the pure rules ([tool.mutmut] in pyproject.toml; docs/architecture.md, "Mutation testing"): each mutant
 # runs the database-free tests only. Starts clean (mutmut caches verdicts across test changes), prints
 # the score per module and the survivors, and fails below 90% killed in any module.
 mutate: install
@@ -69,7 +69,7 @@ mutate: install
 	  END { printf "%-15s %8s %7s %10s %7s\n", "module", "mutants", "killed", "not killed", "score"; bad = 0; \
 	        for (m in n) { s = 100 * k[m] / n[m]; printf "%-15s %8d %7d %10d %6.1f%%\n", m, n[m], k[m], n[m] - k[m], s; if (s < 90) bad = 1 } \
 	        exit bad }'
-	@echo "Survivors (each explained in docs/mutation.md):"; $(PY) -m mutmut results
+	@echo "Survivors (each explained in docs/architecture.md, "Mutation testing"):"; $(PY) -m mutmut results
 
 stop: install
 	$(PY) manage.py services stop
