@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml clients
 PYTHON_312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12 python3 python; do \
 	if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then command -v $$c; break; fi; done)
 
-.PHONY: help install run worker test lint typecheck format migrations-check bench lock stop clean
+.PHONY: help install run worker test lint typecheck format migrations-check bench mutate lock stop clean
 
 help:
 	@echo "make run     migrate, create the demo tenant, serve web + worker + beat with the demo on (Ctrl-C stops all)"
 	@echo "make test    lint, type check, migrations check and the whole test suite"
 	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines (BENCH=\"compose locomo\" for some)"
+	@echo "make mutate  mutation testing of the pure rules (memory/policy.py, memory/text.py); not part of make test"
 	@echo "make lint    ruff check and format check"
 	@echo "make typecheck  mypy with the Django and DRF plugins (configured in pyproject.toml)"
 	@echo "make stop    stop the embedded Postgres and Redis"
@@ -57,6 +58,18 @@ test: lint typecheck migrations-check
 
 bench: install
 	$(PY) -m bench $(BENCH)
+
+# Mutation testing of the pure rules ([tool.mutmut] in pyproject.toml; docs/architecture.md, "Mutation testing"): each mutant
+# runs the database-free tests only. Starts clean (mutmut caches verdicts across test changes), prints
+# the score per module and the survivors, and fails below 90% killed in any module.
+mutate: install
+	rm -rf mutants
+	$(PY) -m mutmut run
+	@$(PY) -m mutmut results --all true | awk -F': ' '{ m = $$1; sub(/^ +/, "", m); sub(/\.x_.*/, "", m); n[m]++; if ($$2 == "killed") k[m]++ } \
+	  END { printf "%-15s %8s %7s %10s %7s\n", "module", "mutants", "killed", "not killed", "score"; bad = 0; \
+	        for (m in n) { s = 100 * k[m] / n[m]; printf "%-15s %8d %7d %10d %6.1f%%\n", m, n[m], k[m], n[m] - k[m], s; if (s < 90) bad = 1 } \
+	        exit bad }'
+	@echo "Survivors (each explained in docs/architecture.md, "Mutation testing"):"; $(PY) -m mutmut results
 
 stop: install
 	$(PY) manage.py services stop

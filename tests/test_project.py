@@ -66,7 +66,8 @@ CLIENT = ROOT / "clients" / "python"
 
 
 def _project_modules() -> list[Path]:
-    skip = {".venv", "var", "tests", "node_modules", "clients"}  # the client declares its own dependencies
+    # the client declares its own dependencies; mutants/ is `make mutate`'s scratch copy (git-ignored)
+    skip = {".venv", "var", "tests", "node_modules", "clients", "mutants"}
     return [
         path
         for path in ROOT.rglob("*.py")

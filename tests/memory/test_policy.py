@@ -265,3 +265,11 @@ def test_every_note_kind_has_a_half_life_entry():
     from memory.models import Note
 
     assert set(HALF_LIFE_HOURS) == set(Note.Kind.values)
+
+
+def test_below_capacity_the_verdict_still_carries_the_newcomers_worth():
+    newcomer = aged("tea", "preference", days=1)
+    verdict = judge_newcomer(newcomer, [], CAPACITY, NOW)
+    assert verdict.admit
+    assert verdict.newcomer_worth == worth(newcomer, NOW)
+    assert verdict.weakest_worth is None
