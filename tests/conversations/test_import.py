@@ -96,7 +96,8 @@ def test_a_bad_line_is_refused_with_its_number_and_nothing_is_written(tenant, ba
     error = response.json()["error"]
     assert error["code"] == "invalid"
     assert error["field"] == field
-    assert error["message"].startswith("line 3: ") and words in error["message"]
+    assert error["message"].startswith("line 3: ")
+    assert words in error["message"]
     assert "Nothing was imported" in error["message"]
     assert not Conversation.objects.filter(team=tenant.team).exists()
     assert not Message.objects.filter(team=tenant.team).exists()
@@ -127,8 +128,8 @@ def test_a_nul_in_content_is_refused_over_the_api_and_in_the_command(tenant, tmp
     response = post_import(tenant, items)
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "[2].messages[0].content"
+    path = write_jsonl(tmp_path, items)
     with pytest.raises(CommandError, match=r"line 3: messages\[0\]\.content .*NUL"):
-        path = write_jsonl(tmp_path, items)
         call_command("import_conversations", path, team=tenant.team.slug, agent=tenant.agent.slug, stderr=StringIO())
     assert not Message.objects.filter(team=tenant.team).exists()
 
@@ -163,3 +164,22 @@ def test_command_refuses_a_bad_line_with_its_number_and_writes_nothing(tenant, t
     with pytest.raises(CommandError, match="No agent"):
         call_command("import_conversations", path, team=tenant.team.slug, agent="nobody")
     assert not Message.objects.filter(team=tenant.team).exists()
+
+
+def test_embedding_is_queued_after_commit_in_batches(tenant, index_inline):
+    import memory.indexing
+    from conversations.indexing import MESSAGES
+    from conversations.models import MessageVector
+
+    messages = [
+        {"role": "user", "content": f"note number {i} about trains", "created_at": "2023-05-08T13:56:00Z", "external_id": f"m{i}"}
+        for i in range(300)
+    ]  # fmt: skip
+    with index_inline():
+        assert post_import(tenant, [conversation(messages=messages)]).status_code == 201
+        assert not MessageVector.objects.exists()  # nothing is embedded inside the import's transaction
+
+    batches = [call.args[1] for call in memory.indexing.dispatch.call_args_list]  # type: ignore[attr-defined]
+    assert [len(batch) for batch in batches] == [256, 44]
+    assert MessageVector.objects.filter(team=tenant.team).count() == 300
+    assert not MESSAGES.stale().exists()
