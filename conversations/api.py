@@ -35,7 +35,7 @@ class ConversationOutput(serializers.ModelSerializer[Conversation]):
         model = Conversation
         fields = [
             "id", "person", "agent", "started_at", "ended_at", "summary", "summary_updated_at", "summary_stale",
-            "curation_pending", "last_curated_at", "last_curation_outcome",
+            "curation_pending", "last_curated_at", "last_curation_outcome", "external_id",
         ]  # fmt: skip
 
 
