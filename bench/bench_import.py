@@ -16,7 +16,34 @@ from django.conf import settings
 CONVERSATIONS = 200
 PER_CONVERSATION = 100  # 20,000 messages in all
 BASELINE_MESSAGES = 1_000
-WORDS = ["coffee", "climbing", "Lisbon", "sister", "moved", "flat", "greyhound", "Biscuit", "running", "trail", "jazz", "piano", "sourdough", "train", "office", "weekend", "doctor", "advice", "cycling", "books", "photography", "ramen", "tea", "Berlin", "Leeds", "garden"]
+WORDS = [
+    "coffee",
+    "climbing",
+    "Lisbon",
+    "sister",
+    "moved",
+    "flat",
+    "greyhound",
+    "Biscuit",
+    "running",
+    "trail",
+    "jazz",
+    "piano",
+    "sourdough",
+    "train",
+    "office",
+    "weekend",
+    "doctor",
+    "advice",
+    "cycling",
+    "books",
+    "photography",
+    "ramen",
+    "tea",
+    "Berlin",
+    "Leeds",
+    "garden",
+]
 
 
 def history(rng: random.Random) -> list[object]:

@@ -247,7 +247,7 @@ class ConversationImportApi(APIView):
             "external_id": IdentifierField(max_length=100),
         },
     )
-    ImportLine = inline_serializer(
+    ImportLines = inline_serializer(
         "ConversationImportLine",
         {
             "person": IdentifierField(max_length=200),
@@ -255,6 +255,7 @@ class ConversationImportApi(APIView):
             "started_at": serializers.DateTimeField(required=False),
             "messages": serializers.ListField(child=ImportMessage, min_length=1),
         },
+        many=True,
     )
     ImportOutput = inline_serializer(
         "ConversationImportReport",
@@ -268,7 +269,7 @@ class ConversationImportApi(APIView):
 
     @extend_schema(
         operation_id="conversations_import",
-        request=serializers.ListField(child=ImportLine),
+        request=ImportLines,
         responses={201: ImportOutput, **error_responses(422)},
     )
     def post(self, request: Request) -> Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -330,7 +330,10 @@ def _timestamp(value: object, *, field: str) -> datetime:
         raise InvalidMessage(f"{field} must be an ISO 8601 date and time, like 2023-05-08T13:56:00+00:00.", field=field)
     if parsed.tzinfo is None:
         raise InvalidMessage(f"{field} needs a timezone (like +00:00 or Z).", field=field)
-    return parsed
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidMessage(f"{field} is out of range (years 1 to 9999 in UTC).", field=field) from None
 
 
 def _identifier(value: object, *, field: str, limit: int) -> str:

@@ -87,6 +87,8 @@ def test_import_is_per_agent_and_team(tenant, other_tenant):
         ({"content": "no role", "created_at": "2023-05-08T13:56:00Z", "external_id": "x"}, "messages[0].role", "role must be"),
         ({"role": "user", "content": "naive", "created_at": "2023-05-08T13:56:00", "external_id": "x"}, "messages[0].created_at", "timezone"),
         ({"role": "user", "content": "no id", "created_at": "2023-05-08T13:56:00Z"}, "messages[0].external_id", "external_id"),
+        ({"role": "user", "content": "early", "created_at": "0001-01-01T00:00:00+01:00", "external_id": "x"}, "messages[0].created_at", "out of range"),
+        ({"role": "user", "content": "   ", "created_at": "2023-05-08T13:56:00Z", "external_id": "x"}, "messages[0].content", "needs some text"),
     ],
 )  # fmt: skip
 def test_a_bad_line_is_refused_with_its_number_and_nothing_is_written(tenant, bad, field, words):
