@@ -181,7 +181,7 @@ def test_embedding_is_queued_after_commit_in_batches(tenant, index_inline):
         assert post_import(tenant, [conversation(messages=messages)]).status_code == 201
         assert not MessageVector.objects.exists()  # nothing is embedded inside the import's transaction
 
-    batches = [call.args[1] for call in memory.indexing.dispatch.call_args_list]  # type: ignore[attr-defined]
+    batches = [call.args[1] for call in memory.indexing.dispatch.call_args_list]
     assert [len(batch) for batch in batches] == [256, 44]
     assert MessageVector.objects.filter(team=tenant.team).count() == 300
     assert not MESSAGES.stale().exists()
