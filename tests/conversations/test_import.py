@@ -185,3 +185,14 @@ def test_embedding_is_queued_after_commit_in_batches(tenant, index_inline):
     assert [len(batch) for batch in batches] == [256, 44]
     assert MessageVector.objects.filter(team=tenant.team).count() == 300
     assert not MESSAGES.stale().exists()
+
+
+def test_passages_of_imported_history_show_its_date(tenant):
+    post_import(tenant, [conversation()])
+    body = tenant.client.post(
+        "/api/v1/turns", {"person": "ada", "message": "What was my greyhound called?"}, format="json"
+    ).json()
+    assert body["conversation"] != Conversation.objects.get(external_id="c1").pk  # history is closed, not continued
+    passages = next(block for block in body["blocks"] if block["layer"] == "passages")
+    lines = [json.loads(line) for line in passages["text"].splitlines() if line.startswith("{")]
+    assert {"when": "2023-05-08", "who": "person", "text": "I adopted a greyhound called Biscuit"} in lines
