@@ -276,5 +276,7 @@ class ConversationImportApi(APIView):
         if not isinstance(request.data, list):
             raise InvalidMessage("The body must be a JSON array of conversations, one per line of the file.")
         key = request_api_key(request)
-        report = services.import_conversations(team=key.team, agent=key.agent, items=list(request.data))
+        report = services.import_conversations(
+            team=key.team, agent=key.agent, items=list(request.data), indexed_fields=True
+        )
         return Response(asdict(report), status=status.HTTP_201_CREATED)

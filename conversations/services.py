@@ -386,9 +386,10 @@ def _check_import_line(item: object) -> tuple[str, str, datetime | None, list[Im
     return person, external_id, started_at, messages
 
 
-def check_import(items: list[object]) -> list[ImportedConversation]:
+def check_import(items: list[object], *, indexed_fields: bool = False) -> list[ImportedConversation]:
     """Every line checked before anything is written: the first bad one is refused with its number
-    (1-based; a None item is a blank line and is skipped)."""
+    (1-based; a None item is a blank line and is skipped). With indexed_fields (a JSON array body),
+    the field an error names starts with the item's index, as the API's JSON parser names it."""
     conversations: list[ImportedConversation] = []
     first_line: dict[tuple[str, str], int] = {}
     for number, item in enumerate(items, start=1):
@@ -397,12 +398,13 @@ def check_import(items: list[object]) -> list[ImportedConversation]:
         try:
             person, external_id, started_at, messages = _check_import_line(item)
         except (InvalidMessage, MessageTooLong) as exc:
-            raise type(exc)(f"line {number}: {exc.message} Nothing was imported.", field=exc.field) from exc
+            field = f"[{number - 1}].{exc.field}" if indexed_fields and exc.field else exc.field
+            raise type(exc)(f"line {number}: {exc.message} Nothing was imported.", field=field) from exc
         if (person, external_id) in first_line:
             raise InvalidMessage(
                 f"line {number}: conversation {external_id!r} of {person!r} is also line "
                 f"{first_line[person, external_id]}; put its messages on one line. Nothing was imported.",
-                field="external_id",
+                field=f"[{number - 1}].external_id" if indexed_fields else "external_id",
             )
         first_line[person, external_id] = number
         conversations.append(ImportedConversation(number, person, external_id, started_at, messages))
@@ -415,6 +417,7 @@ def import_conversations(
     agent: Agent,
     items: list[object],
     progress: Callable[[int], object] | None = None,
+    indexed_fields: bool = False,
 ) -> ImportReport:
     """Import conversations with their messages (one item per JSON line), idempotently.
 
@@ -427,7 +430,7 @@ def import_conversations(
     """
     if agent.team_id != team.pk:
         raise ConversationNotFound("That agent is not known in this team.", field="agent")
-    conversations = check_import(items)
+    conversations = check_import(items, indexed_fields=indexed_fields)
     report = ImportReport()
     created_ids: list[int] = []
     with transaction.atomic():

@@ -97,7 +97,7 @@ def test_a_bad_line_is_refused_with_its_number_and_nothing_is_written(tenant, ba
     assert response.status_code == 400, response.json()
     error = response.json()["error"]
     assert error["code"] == "invalid"
-    assert error["field"] == field
+    assert error["field"] == f"[2].{field}"  # item 2 of the array is line 3
     assert error["message"].startswith("line 3: ")
     assert words in error["message"]
     assert "Nothing was imported" in error["message"]
