@@ -16,6 +16,7 @@ BENCHMARKS = {
     "vectors": "bench.bench_vectors",
     "compose": "bench.bench_compose",
     "curator": "bench.bench_curator",
+    "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -20,6 +22,7 @@ from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
 from conversations import services
 from conversations.composer import PROFILES, composition_to_json
+from conversations.exceptions import InvalidMessage
 from conversations.models import Conversation, Message, Turn
 from memory.queries import TurnContext
 
@@ -32,7 +35,7 @@ class ConversationOutput(serializers.ModelSerializer[Conversation]):
         model = Conversation
         fields = [
             "id", "person", "agent", "started_at", "ended_at", "summary", "summary_updated_at", "summary_stale",
-            "curation_pending", "last_curated_at", "last_curation_outcome",
+            "curation_pending", "last_curated_at", "last_curation_outcome", "external_id",
         ]  # fmt: skip
 
 
@@ -230,3 +233,50 @@ class TurnReplyApi(APIView):
         data.is_valid(raise_exception=True)
         reply = services.record_reply(turn=turn, content=data.validated_data["content"])
         return Response(MessageOutput(reply).data, status=status.HTTP_201_CREATED)
+
+
+class ConversationImportApi(APIView):
+    """Import conversation history: the JSON-lines objects as a JSON array, idempotent by external id."""
+
+    ImportMessage = inline_serializer(
+        "ConversationImportMessage",
+        {
+            "role": serializers.ChoiceField(choices=Message.Role.choices),
+            "content": MessageText(),
+            "created_at": serializers.DateTimeField(),
+            "external_id": IdentifierField(max_length=100),
+        },
+    )
+    ImportLines = inline_serializer(
+        "ConversationImportLine",
+        {
+            "person": IdentifierField(max_length=200),
+            "external_id": IdentifierField(max_length=100),
+            "started_at": serializers.DateTimeField(required=False),
+            "messages": serializers.ListField(child=ImportMessage, min_length=1),
+        },
+        many=True,
+    )
+    ImportOutput = inline_serializer(
+        "ConversationImportReport",
+        {
+            "conversations_created": serializers.IntegerField(),
+            "conversations_matched": serializers.IntegerField(),
+            "messages_created": serializers.IntegerField(),
+            "messages_present": serializers.IntegerField(),
+        },
+    )
+
+    @extend_schema(
+        operation_id="conversations_import",
+        request=ImportLines,
+        responses={201: ImportOutput, **error_responses(422)},
+    )
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, list):
+            raise InvalidMessage("The body must be a JSON array of conversations, one per line of the file.")
+        key = request_api_key(request)
+        report = services.import_conversations(
+            team=key.team, agent=key.agent, items=list(request.data), indexed_fields=True
+        )
+        return Response(asdict(report), status=status.HTTP_201_CREATED)

@@ -37,11 +37,21 @@ class Conversation(models.Model):
     curation_requested_at = models.DateTimeField(null=True, blank=True)
     last_curated_at = models.DateTimeField(null=True, blank=True)
     last_curation_outcome = models.CharField(max_length=500, blank=True)
+    external_id = models.CharField(
+        max_length=100, blank=True, help_text="The caller's id for an imported conversation, if any."
+    )
 
     objects = ConversationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "agent", "person", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="conversation_unique_external_id",
+            ),
+        ]
         indexes = [models.Index(fields=["team", "agent", "person", "-started_at"], name="conversation_participants")]
 
     def __str__(self) -> str:

@@ -4,6 +4,7 @@ from conversations import api
 
 urlpatterns = [
     path("conversations", api.ConversationListCreateApi.as_view(), name="conversations"),
+    path("conversations/import", api.ConversationImportApi.as_view(), name="conversations-import"),
     path("conversations/<int:conversation_id>", api.ConversationDetailApi.as_view(), name="conversation-detail"),
     path("conversations/<int:conversation_id>/end", api.ConversationEndApi.as_view(), name="conversation-end"),
     path("conversations/<int:conversation_id>/messages", api.MessageListCreateApi.as_view(), name="messages"),

@@ -126,6 +126,15 @@ class IndexedModel:
             return
         transaction.on_commit(lambda: dispatch(self, [pk]), robust=True)
 
+    def schedule_many(self, pks: list[int], *, batch_size: int = 256) -> None:
+        """Index these rows after the surrounding transaction commits, one task per batch (a bulk
+        write's counterpart of `schedule`; the reconciler embeds whatever a lost task left)."""
+        if get_embedder() is None or not pks:
+            return
+        for start in range(0, len(pks), batch_size):
+            batch = pks[start : start + batch_size]
+            transaction.on_commit(lambda batch=batch: dispatch(self, batch), robust=True)  # type: ignore[misc]
+
     def index(self, ids: Iterable[int], embedder: Embedder | None = None) -> int:
         """Embed the given rows that need it, in one batch; safe to run twice. Returns how many
         vectors were stored.

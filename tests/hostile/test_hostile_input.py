@@ -288,6 +288,11 @@ SURFACES: list[Surface] = [
     Surface("message record", "POST", "api/v1/conversations/<int:conversation_id>/messages",
             "/api/v1/conversations/{conversation}/messages", body=body(role="user", content="Hello."),
             text=Loc("body", "content"), ident=Loc("body", "external_id"), number=Loc("path", "conversation")),
+    Surface("conversations import", "POST", "api/v1/conversations/import", "/api/v1/conversations/import",
+            body=lambda world: [{"person": "ada", "external_id": "c1", "messages": [  # type: ignore[arg-type, return-value]  # a JSON array body
+                {"role": "user", "content": "Hello.", "created_at": "2023-05-08T13:56:00Z", "external_id": "m1"}]}],
+            text=Loc("body", "0.messages.0.content", "[0].messages[0].content"),
+            ident=Loc("body", "0.person", "[0].person")),
     Surface("message delete", "DELETE", "api/v1/conversations/<int:conversation_id>/messages/<int:message_id>",
             "/api/v1/conversations/{conversation}/messages/{message}", number=Loc("path", "message")),
     Surface("turn", "POST", "api/v1/turns", "/api/v1/turns",
