@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import ast
 
+from tests.code_scan import call_chain
 from tests.fixtures import ROOT
 
 OWNED_ELSEWHERE = {"Conversation", "Message", "Bank", "Note"}
 WRITE_METHODS = {"create", "bulk_create", "bulk_update", "update", "update_or_create", "get_or_create", "delete"}
-
-
-def _chain(node: ast.AST) -> list[str]:
-    names = []
-    while True:
-        if isinstance(node, ast.Call):
-            node = node.func
-        elif isinstance(node, ast.Attribute):
-            names.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Name):
-            return [*names, node.id]
-        else:
-            return names
 
 
 def foreign_writes_in(source: str, shown: str) -> list[str]:
@@ -30,7 +17,7 @@ def foreign_writes_in(source: str, shown: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
-        chain = _chain(node.func)
+        chain = call_chain(node.func)
         # The curator saves no instance of any model; its own ProviderCall rows are created by query.
         if chain[0] == "save" or (chain[0] in WRITE_METHODS and OWNED_ELSEWHERE & set(chain[1:])):
             found.append(f"{shown}:{node.lineno} {'.'.join(reversed(chain))}")
