@@ -85,8 +85,10 @@ def test_the_username_limit_holds_across_addresses(user, settings):
     for number in range(5):
         sign_in(Client(REMOTE_ADDR=f"203.0.113.{number}"), "ada-login", "password1")
 
-    refused = sign_in(Client(REMOTE_ADDR="198.51.100.7"), "ADA-login", PASSWORD)  # case does not dodge it
+    fresh = Client(REMOTE_ADDR="198.51.100.7")
+    refused = sign_in(fresh, "ADA-login", PASSWORD)  # case does not dodge it
     assert refused.status_code == 429
+    assert not signed_in(fresh)
 
 
 def test_a_successful_sign_in_clears_the_usernames_failures(client, user, settings):
@@ -119,7 +121,9 @@ def test_missing_fields_are_not_counted_as_guesses(client, user, settings):
     settings.LOGIN_MAX_FAILURES = 2
     for _ in range(5):
         assert sign_in(client, "ada-login", "").status_code == 200
+    assert login_lockout(username="ada-login", address="127.0.0.1") is None
     assert sign_in(client, "ada-login", PASSWORD).status_code == 302
+    assert signed_in(client)
 
 
 def test_the_admin_sign_in_is_locked_out_too(client, django_user_model, settings):

@@ -155,6 +155,8 @@ def test_an_admin_of_another_team_is_no_admin_here(client, django_user_model, sh
     other.force_login(user)
     assert other.get(f"/m/{shared.note.pk}").status_code == 404
     assert other.post(f"/m/{shared.note.pk}/edit", {"description": "x", "content": "y"}).status_code == 404
+    unchanged = Note.objects.get(pk=shared.note.pk)
+    assert (unchanged.description, unchanged.content) == (shared.note.description, shared.note.content)
 
 
 def test_a_members_mute_of_a_shared_category_changes_only_her_own_reads(member_client, tenant, person, actor):

@@ -310,6 +310,7 @@ def test_the_api_needs_a_key(tenant):
 
     assert APIClient().get("/api/v1/exports", {"person": "ada"}).status_code == 401
     assert APIClient().post("/api/v1/imports", package(), format="json").status_code == 401
+    assert not Note.objects.filter(team=tenant.team).exists()  # the refused import wrote nothing
 
 
 # --- management commands ----------------------------------------------------------------------
