@@ -31,6 +31,8 @@ urlpatterns = [
     path("demo/", demo_views.demo_page, name="demo"),
     path("demo/say", demo_views.demo_say, name="demo-say"),
     path("demo/new", demo_views.demo_new_conversation, name="demo-new"),
+    path("demo/fact/<int:note_id>/correct", demo_views.demo_correct, name="demo-correct"),
+    path("demo/fact/<int:note_id>/delete", demo_views.demo_delete, name="demo-delete"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
