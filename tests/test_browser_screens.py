@@ -196,6 +196,27 @@ def test_mute_delete_a_failed_save_and_the_demo_say_what_happened(page: Page, li
     log_in(page, base)
     page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
 
+    # An htmx request that fails says so where it was made: with the server's words, or its status, or
+    # that the server could not be reached.
+    page.route("**/lens/?q=*", lambda route: route.fulfill(status=500, body="boom"))
+    page.get_by_label("Search your memories").fill("Oslo")
+    page.get_by_role("button", name="Search").click()
+    failed = page.locator(".request-failed[role=alert]")
+    expect(failed).to_have_text(
+        "That did not work (the server answered 500); nothing was changed. Reload the page and try again."
+    )
+    page.unroute("**/lens/?q=*")
+    page.route("**/lens/?q=*", lambda route: route.abort())
+    page.get_by_role("button", name="Search").click()
+    expect(failed).to_have_text(
+        "Mnemo could not be reached, so nothing was changed. Check the connection and try again."
+    )
+    expect(failed).to_have_count(1)
+    page.unroute("**/lens/?q=*")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#search-results")).to_contain_text("Ada lives in Oslo.")
+    expect(failed).to_have_count(0)  # gone once a request goes through
+
     # Mute: said next to the control, confirmed after, and the muted state is legible (axe checks contrast).
     food = page.locator(".category", has=page.get_by_role("heading", name="food")).first
     food.get_by_label("Mute for").select_option(label="Coach")
