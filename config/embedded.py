@@ -28,6 +28,15 @@ logger = logging.getLogger(__name__)
 # What this process started (rather than found running), so `manage.py run` can stop only that.
 started_here: set[str] = set()
 
+# `manage.py services status|stop` reports on the servers and stops them: loading the settings for
+# it must not start them. manage.py sets this for that command; everything else starts them.
+AUTOSTART_VARIABLE = "MNEMO_EMBEDDED_AUTOSTART"
+
+
+def autostart() -> bool:
+    return os.environ.get(AUTOSTART_VARIABLE, "1") != "0"
+
+
 # AF_UNIX paths are limited to 108 bytes on Linux; keep a margin.
 _MAX_SOCKET_PATH = 100
 
@@ -55,8 +64,11 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def postgres_settings(data_dir: Path) -> DBConfig:
     """Start (or reuse) the embedded Postgres in data_dir/pgdata; return a Django DATABASES entry."""
-    pgserver = _quiet_pgserver_import()
     pgdata = (data_dir / "pgdata").resolve()
+    if not autostart():
+        # Never connected to: the command that asked reads the data dir, not the database.
+        return {"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "USER": "postgres", "HOST": str(pgdata)}
+    pgserver = _quiet_pgserver_import()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with _file_lock(data_dir / "pgserver.lock"):
         # cleanup_mode=None keeps the server up after this process exits; the default would
@@ -131,7 +143,8 @@ def start_redis(redis_dir: Path, sock: Path) -> None:
 def redis_url(data_dir: Path) -> str:
     """Start (or reuse) the embedded Redis under data_dir/redis; return a kombu/redis-py URL."""
     sock = redis_socket_path(data_dir)
-    start_redis(data_dir / "redis", sock)
+    if autostart():
+        start_redis(data_dir / "redis", sock)
     return f"redis+socket://{sock}"
 
 

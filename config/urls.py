@@ -2,7 +2,6 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
-from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import PersonDetailApi, PersonRegisterApi, WhoAmIApi
@@ -32,6 +31,8 @@ urlpatterns = [
     path("demo/", demo_views.demo_page, name="demo"),
     path("demo/say", demo_views.demo_say, name="demo-say"),
     path("demo/new", demo_views.demo_new_conversation, name="demo-new"),
+    path("demo/fact/<int:note_id>/correct", demo_views.demo_correct, name="demo-correct"),
+    path("demo/fact/<int:note_id>/delete", demo_views.demo_delete, name="demo-delete"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -43,10 +44,16 @@ urlpatterns = [
 def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error_response(request, "not_found", f"Nothing at {request.path}.", 404)
-    return defaults.page_not_found(request, exception)
+    return views.page_not_found(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return json_error_response(request, "permission_denied", "You may not do this.", 403)
+    return views.permission_denied(request, exception)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error_response(request, "server_error", "Mnemo failed to handle this request; it is logged.", 500)
-    return defaults.server_error(request)
+    return views.server_error(request)

@@ -11,21 +11,58 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from accounts.demo import DEMO_AGENT, DEMO_TEAM, ensure_demo
 from accounts.models import Agent, Person
-from accounts.services import get_or_create_person
+from accounts.services import get_or_create_person, link_person_to_user
+from config.exceptions import DomainError
 from conversations.composer import Composition, compose
 from conversations.models import Conversation, Message
 from conversations.services import conversation_for, end_conversation, record_message
 from curator.providers import OpenAIProvider, ProviderError, get_provider
 from curator.services import curate_conversation
+from memory import plain
 from memory.banks import bank_id_for
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, get_or_create_bank, update_bank_settings
+from memory.services import Actor, edit_note, erase_note, get_or_create_bank, update_bank_settings
 
 CAPACITY = 8
+
+# What the panel says changed: the writes of one message, one correction or one delete.
+EVENT_ACTIONS = [
+    Revision.Action.CREATE, Revision.Action.UPDATE, Revision.Action.APPEND, Revision.Action.EVICT,
+    Revision.Action.REFUSED, Revision.Action.DELETE,
+]  # fmt: skip
+Change = tuple[int, int]  # the revision ids (after, up to and including) of the last change
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Whose demo this is: a signed-in login's own person, or an anonymous visitor's."""
+
+    external_id: str
+    actor_ref: str
+    user: AbstractBaseUser | None = None
+
+
+def identity_for_user(user: AbstractBaseUser) -> Identity:
+    """A signed-in login talks to the demo as its own person in the demo team, so it shows in its lens."""
+    person = Person.objects.filter(team__slug=DEMO_TEAM, user_id=user.pk).order_by("pk").first()
+    external_id = person.external_id if person is not None else f"login-{user.get_username()}"
+    return Identity(external_id=external_id, actor_ref=f"user:{user.get_username()}", user=user)
+
+
+def identity_for_visitor(visitor: str) -> Identity:
+    return Identity(external_id=f"demo-{visitor}", actor_ref="demo visitor")
+
+
+@dataclass
+class DemoEvent:
+    action: str
+    key: str
+    text: str
 
 
 @dataclass
@@ -37,10 +74,14 @@ class DemoState:
     conversation: Conversation | None
     notes: list[Note]
     messages: list[Message]
-    events: list[Revision] = field(default_factory=list)
+    events: list[DemoEvent] = field(default_factory=list)
+    events_are_new: bool = False  # the events came with this answer, not an earlier one
+    nothing_kept: bool = False  # the message just said changed nothing in memory
+    change: Change | None = None  # the revisions of the last change, for the next page view
     composition: Composition | None = None
     llm_configured: bool = False
     error: str = ""
+    signed_in: bool = False
 
     @property
     def capacity(self) -> int:
@@ -61,44 +102,49 @@ def _bank(person: Person) -> Bank:
     return bank
 
 
-def _parties(visitor: str, conversation: Conversation | None = None) -> tuple[Agent, Person, Bank, Conversation]:
+def _parties(who: Identity, conversation: Conversation | None = None) -> tuple[Agent, Person, Bank, Conversation]:
     """What the visitor's demo needs, created if missing (person, bounded bank, conversation): for writes only."""
     agent = _demo_agent()
-    person = get_or_create_person(team=agent.team, external_id=_external_id(visitor))
+    person = get_or_create_person(team=agent.team, external_id=who.external_id)
+    if who.user is not None and person.user_id is None:
+        person = link_person_to_user(person=person, user=who.user)  # type: ignore[arg-type]
     bank = _bank(person)
     conversation = conversation or conversation_for(team=agent.team, agent=agent, person=person, conversation_id=None)
     return agent, person, bank, conversation
 
 
-def state(visitor: str, conversation: Conversation | None = None) -> DemoState:
+def state(who: Identity, conversation: Conversation | None = None) -> DemoState:
     """The visitor's demo, creating what it needs: for writes only."""
-    agent, person, bank, conversation = _parties(visitor, conversation)
-    return _read(agent=agent, person=person, bank=bank, conversation=conversation)
+    agent, person, bank, conversation = _parties(who, conversation)
+    return _read(agent=agent, person=person, bank=bank, conversation=conversation, who=who)
 
 
-def peek(visitor: str | None) -> DemoState:
-    """What the visitor's demo holds, without writing anything: a visitor who has said nothing has nothing."""
+def peek(who: Identity | None, change: Change | None = None) -> DemoState:
+    """What the visitor's demo holds, without writing anything: a visitor who has said nothing has nothing.
+    The last change's notices stay until the next change (the caller keeps `change` between requests)."""
     agent = Agent.objects.select_related("team").filter(team__slug=DEMO_TEAM, slug=DEMO_AGENT).first()
     person = None
-    if agent is not None and visitor is not None:
-        person = Person.objects.for_team(agent.team).filter(external_id=_external_id(visitor)).first()
+    if agent is not None and who is not None:
+        person = Person.objects.for_team(agent.team).filter(external_id=who.external_id).first()
     if agent is None or person is None:
         return DemoState(
             person=None, agent=agent, bank=None, conversation=None, notes=[], messages=[],
-            llm_configured=settings.LLM_PROVIDER != "rules",
+            llm_configured=settings.LLM_PROVIDER != "rules", signed_in=who is not None and who.user is not None,
         )  # fmt: skip
     bank = Bank.objects.filter(team=agent.team, address=bank_id_for(Bank.Kind.GLOBAL, person, "")).first()
     conversation = (
         Conversation.objects.between(agent, person).filter(ended_at__isnull=True).order_by("-started_at", "-pk").first()
     )
-    return _read(agent=agent, person=person, bank=bank, conversation=conversation)
+    current = _read(agent=agent, person=person, bank=bank, conversation=conversation, who=who)
+    if change is not None and bank is not None:
+        current.events = _events(bank, change)
+        current.change = change
+    return current
 
 
-def _external_id(visitor: str) -> str:
-    return f"demo-{visitor}"
-
-
-def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conversation | None) -> DemoState:
+def _read(
+    *, agent: Agent, person: Person, bank: Bank | None, conversation: Conversation | None, who: Identity | None
+) -> DemoState:
     return DemoState(
         person=person,
         agent=agent,
@@ -107,13 +153,57 @@ def _read(*, agent: Agent, person: Person, bank: Bank | None, conversation: Conv
         notes=list(Note.objects.filter(team=agent.team, bank=bank).order_by("created_at")) if bank else [],
         messages=list(conversation.messages.order_by("order")) if conversation else [],
         llm_configured=settings.LLM_PROVIDER != "rules",
+        signed_in=who is not None and who.user is not None,
     )
 
 
-def say(visitor: str, text: str) -> DemoState:
+def _last_revision_id(bank_team_id: int) -> int:
+    return Revision.objects.filter(team_id=bank_team_id).order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def _events(bank: Bank, change: Change) -> list[DemoEvent]:
+    after, upto = change
+    revisions = Revision.objects.filter(
+        team_id=bank.team_id, bank=bank, id__gt=after, id__lte=upto, action__in=EVENT_ACTIONS
+    ).order_by("id")
+    return [_event(revision) for revision in revisions]
+
+
+def _content(snapshot: dict[str, object] | None) -> str:
+    value = (snapshot or {}).get("content")
+    return value if isinstance(value, str) else ""
+
+
+def _event(revision: Revision) -> DemoEvent:
+    key = revision.note_key
+    if revision.action == Revision.Action.EVICT:
+        return DemoEvent("evict", key, plain.removal_sentence(revision, viewer="", agent_names={}))
+    if revision.action == Revision.Action.REFUSED:
+        return DemoEvent("refused", key, plain.refusal_sentence(revision, viewer="", agent_names={}))
+    if revision.action == Revision.Action.DELETE:
+        return DemoEvent("delete", key, "what it said is erased.")
+    if revision.action == Revision.Action.CREATE:
+        return DemoEvent("create", key, f"“{_content(revision.after)}”")
+    return DemoEvent("update", key, f"“{_content(revision.before)}” → “{_content(revision.after)}”")
+
+
+def _changed(state: DemoState, team_id: int, since: int, previous: Change | None) -> DemoState:
+    """Notices for what just changed, if anything did; otherwise the last change's stay, with a word that nothing did."""
+    upto = _last_revision_id(team_id)
+    fresh = _events(state.bank, (since, upto)) if state.bank is not None else []
+    if fresh:
+        state.events, state.events_are_new, state.change = fresh, True, (since, upto)
+    else:
+        state.nothing_kept = True
+        if previous is not None and state.bank is not None:
+            state.events, state.change = _events(state.bank, previous), previous
+    return state
+
+
+def say(who: Identity, text: str, previous: Change | None = None) -> DemoState:
     """Record what was said, let the curator keep what matters, then reply from memory alone."""
-    agent, person, _, conversation = _parties(visitor)
-    last_revision = Revision.objects.filter(team=agent.team).order_by("-id").values_list("id", flat=True).first() or 0
+    agent, person, _, conversation = _parties(who)
+    last_revision = _last_revision_id(agent.team_id)
     with transaction.atomic():
         message = record_message(conversation=conversation, role=Message.Role.USER, content=text)
     error = ""
@@ -135,19 +225,54 @@ def say(visitor: str, text: str) -> DemoState:
         else:
             with transaction.atomic():
                 record_message(conversation=conversation, role=Message.Role.ASSISTANT, content=reply or "…")
-    after = state(visitor, conversation)
-    after.events = list(
-        Revision.objects.filter(
-            team=agent.team, bank=after.bank, id__gt=last_revision, action__in=["evict", "refused", "update"]
-        ).order_by("id")
-    )
+    after = _changed(state(who, conversation), agent.team_id, last_revision, previous)
     after.composition = composition
     after.error = error
     return after
 
 
-def new_conversation(visitor: str | None) -> None:
+def _own_note(current: DemoState, note_id: int) -> Note | None:
+    if current.bank is None:
+        return None
+    return (
+        Note.objects.filter(team_id=current.bank.team_id, bank=current.bank, pk=note_id).select_related("bank").first()
+    )
+
+
+def correct(who: Identity, note_id: int, content: str, previous: Change | None = None) -> DemoState:
+    """The visitor corrects one of the facts it keeps about them, through the write path (actor owner)."""
+    current = peek(who, previous)
+    note = _own_note(current, note_id)
+    if note is None:
+        current.error = "That fact is gone already: it was forgotten or deleted meanwhile."
+        return current
+    since = _last_revision_id(note.team_id)
+    try:
+        edit_note(note=note, actor=Actor(Revision.Actor.OWNER, who.actor_ref), mode="replace", content=content)
+    except DomainError as exc:
+        current.error = f"Not corrected: {exc.message}"
+        return current
+    return _changed(peek(who), note.team_id, since, previous)
+
+
+def delete(who: Identity, note_id: int, previous: Change | None = None) -> DemoState:
+    """The visitor deletes one fact: it and what its history said are erased, as from the lens."""
+    current = peek(who, previous)
+    note = _own_note(current, note_id)
+    if note is None:
+        current.error = "That fact is gone already: it was forgotten or deleted meanwhile."
+        return current
+    since = _last_revision_id(note.team_id)
+    try:
+        erase_note(note=note, actor=Actor(Revision.Actor.OWNER, who.actor_ref))
+    except DomainError:  # deleted between the read above and the write: the same outcome
+        current.error = "That fact is gone already: it was forgotten or deleted meanwhile."
+        return current
+    return _changed(peek(who), note.team_id, since, previous)
+
+
+def new_conversation(who: Identity | None) -> None:
     """End the visitor's open conversation, if there is one; the next message starts a fresh one."""
-    current = peek(visitor)
+    current = peek(who)
     if current.conversation is not None:
         end_conversation(conversation=current.conversation)

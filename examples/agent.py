@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import openai
-from mnemo_client import Conflict, Invalid, Mnemo, MnemoError, NotFound, TooLarge, Unprocessable
+from mnemo_client import Conflict, ConnectionFailed, Invalid, Mnemo, MnemoError, NotFound, TooLarge, Unprocessable
 from mnemo_client.types import TurnComposition
 
 PERSONA = (
@@ -211,6 +211,16 @@ def main(
                 if not message:
                     return 0
                 print_fn(f"agent> {agent.turn(message)}")
+        except ConnectionFailed as exc:
+            print_fn(
+                f"Stopped: could not reach Mnemo at {args.url} ({exc.message}). Is it running (make run)? "
+                "Point MNEMO_URL or --url at it.",
+                file=sys.stderr,
+            )
+            return 1
+        except openai.APIConnectionError as exc:
+            print_fn(f"Stopped: could not reach the model at {base_url} ({exc}). Check LLM_BASE_URL.", file=sys.stderr)
+            return 1
         except (MnemoError, openai.OpenAIError) as exc:
             print_fn(f"Stopped: {exc}", file=sys.stderr)
             return 1

@@ -29,6 +29,7 @@ from django_htmx.middleware import HtmxDetails
 from accounts.models import Agent, Membership, Person
 from config.exceptions import DomainError
 from config.middleware import checks_form_encoding, form_encoding_problem
+from memory import plain
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
@@ -36,7 +37,7 @@ from memory.queries import Digest, Hit, build_digest, recall_for_owner
 from memory.services import Actor, edit_note, erase_note, mute_category, record_refused_call, unmute_category
 from memory.text import word_diff
 
-REMOVALS_SHOWN = 50  # refusals and evictions listed per person, newest first
+REMOVALS_SHOWN = 50  # removals and refusals listed per person, newest first
 SEARCH_RESULTS = 10
 
 
@@ -76,16 +77,52 @@ class BankSummary:
     bank: Bank
     count: int
     categories: list[CategoryGroup]
+    title: str
     read_only: bool = False  # a shared bank, and this login is not an admin of its team
+
+    @property
+    def count_words(self) -> str:
+        return plain.count_words(self.count, self.bank)
+
+    @property
+    def limit_words(self) -> str:
+        return plain.limit_words(self.bank)
+
+    @property
+    def scope_words(self) -> str:
+        return plain.scope_words(self.bank.scope)
+
+
+@dataclass
+class LogEntry:
+    """A removal or a refusal as a person reads it; the revision keeps the engine's words for admins."""
+
+    revision: Revision
+    sentence: str
 
 
 @dataclass
 class PersonLens:
     person: Person
     agents: list[Agent]
+    yours: bool  # the signed-in login's own person, rather than someone in a team it administers
+    admin: bool  # the login administers this person's team: the engine's terms are shown too
     banks: list[BankSummary] = field(default_factory=list)
-    removals: list[Revision] = field(default_factory=list)
+    removed: list[LogEntry] = field(default_factory=list)
+    refused: list[LogEntry] = field(default_factory=list)
     digests: list[tuple[Agent, Digest]] = field(default_factory=list)
+
+    @property
+    def note_count(self) -> int:
+        return sum(summary.count for summary in self.banks if summary.bank.person_id == self.person.pk)
+
+
+@dataclass
+class TeamPeople:
+    """The other people of a team the login administers, each with something remembered."""
+
+    team_name: str
+    lenses: list[PersonLens]
 
 
 # Narrowest first, as reads walk them.
@@ -110,8 +147,11 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
         CategoryMute.objects.filter(team__in=teams, person__in=people).select_related("agent").order_by("agent__name")
     )
     removals = (
-        Revision.objects.filter(
-            team__in=teams, person__in=people, action__in=[Revision.Action.REFUSED, Revision.Action.EVICT]
+        Revision.objects.filter(team__in=teams, person__in=people)
+        .filter(
+            Q(action__in=[Revision.Action.REFUSED, Revision.Action.EVICT, Revision.Action.DELETE])
+            # A merge logs twice: the note that stays (with what it became) and each note merged away.
+            | Q(action=Revision.Action.MERGE, after__isnull=True)
         )
         # Every refused write is logged, so this grows without bound: read only the newest per person.
         .annotate(newest=Window(RowNumber(), partition_by="person", order_by=["-created_at", "-id"]))
@@ -128,7 +168,12 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
 
     lenses = []
     for person in people:
-        lens = PersonLens(person=person, agents=[agent for agent in agents if agent.team_id == person.team_id])
+        lens = PersonLens(
+            person=person,
+            agents=[agent for agent in agents if agent.team_id == person.team_id],
+            yours=person.user_id == request.user.pk,
+            admin=person.team_id in admin_of,
+        )
         scopes = {bank.scope for bank in banks if bank.person_id == person.pk and bank.kind == Bank.Kind.PRIVATE}
         for bank in banks:
             if bank.team_id != person.team_id:
@@ -145,13 +190,23 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
                 unmuted = [agent for agent in lens.agents if agent not in muted_for]
                 categories.append(CategoryGroup(category, grouped, muted_for, unmuted))
             read_only = bank.kind == Bank.Kind.SHARED and bank.team_id not in admin_of
-            lens.banks.append(BankSummary(bank=bank, count=len(held), categories=categories, read_only=read_only))
+            title = plain.bank_title(bank, yours=lens.yours, name=str(person))
+            lens.banks.append(
+                BankSummary(bank=bank, count=len(held), categories=categories, title=title, read_only=read_only)
+            )
         lenses.append(lens)
 
     by_person = {lens.person.pk: lens for lens in lenses}
+    viewer = request.user.get_username()
     for revision in removals:
         assert revision.person_id is not None  # removals are read for these people only
-        by_person[revision.person_id].removals.append(revision)
+        lens = by_person[revision.person_id]
+        names = {agent.slug: agent.name for agent in lens.agents}
+        if revision.action == Revision.Action.REFUSED:
+            sentence = plain.refusal_sentence(revision, viewer=viewer, agent_names=names)
+            lens.refused.append(LogEntry(revision, sentence))
+        else:
+            lens.removed.append(LogEntry(revision, plain.removal_sentence(revision, viewer=viewer, agent_names=names)))
     for lens in lenses:
         # What each agent's turns start with (outside any scope): the person sees a mute take effect.
         lens.digests = [
@@ -160,16 +215,38 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
     return lenses
 
 
-def search_lens(request: LensRequest, query: str) -> tuple[list[Hit], list[str]]:
+@dataclass
+class LensHit:
+    note: Note
+    where: str  # the bank, in plain words; the score orders the hits and is not shown
+
+
+def search_lens(request: LensRequest, query: str) -> tuple[list[LensHit], list[str]]:
     """The recall agents use, over everything about each of the login's people, best first."""
-    hits: list[Hit] = []
+    hits: list[tuple[Hit, Person]] = []
     degraded: list[str] = []
     for person in people_of(request).select_related("team"):
         ranked = recall_for_owner(person=person, query=query, limit=SEARCH_RESULTS)
-        hits.extend(ranked.hits)
+        hits.extend((hit, person) for hit in ranked.hits)
         degraded.extend(layer for layer in ranked.degraded if layer not in degraded)
-    hits.sort(key=lambda hit: -hit.score)
-    return hits[:SEARCH_RESULTS], degraded
+    hits.sort(key=lambda pair: -pair[0].score)
+    return [
+        LensHit(hit.note, plain.bank_title(hit.note.bank, yours=person.user_id == request.user.pk, name=str(person)))
+        for hit, person in hits[:SEARCH_RESULTS]
+    ], degraded
+
+
+def lens_context(request: LensRequest) -> dict[str, object]:
+    """The login's own people first; then, per team it administers, the others with something remembered."""
+    own: list[PersonLens] = []
+    others: dict[str, list[PersonLens]] = {}
+    for person_lens in build_lens(request):
+        if person_lens.yours:
+            own.append(person_lens)
+        elif person_lens.note_count:
+            others.setdefault(person_lens.person.team.name, []).append(person_lens)
+    teams = [TeamPeople(team_name=name, lenses=lenses) for name, lenses in others.items()]
+    return {"own_lenses": own, "team_people": teams, "several_teams": len({lens.person.team_id for lens in own}) > 1}
 
 
 @require_GET
@@ -182,7 +259,7 @@ def lens(request: LensRequest) -> HttpResponse:
     # A history restore (Back after a search, htmx's cache missed) needs the whole page.
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, template + "#search-results", context)
-    return render(request, template, {**context, "lenses": build_lens(request)})
+    return render(request, template, {**context, **lens_context(request)})
 
 
 def _change_mute(request: LensRequest, *, mute: bool) -> HttpResponse:
@@ -198,8 +275,16 @@ def _change_mute(request: LensRequest, *, mute: bool) -> HttpResponse:
             unmute_category(person=person, agent=agent, category=category)
     except DomainError as exc:  # a category with no letters or digits: the form was not ours
         return HttpResponseBadRequest(exc.message)
+    if mute:
+        done = (
+            f"Muted “{category}” for {agent.name}: {agent.name} no longer sees these notes, in its turns, "
+            "recall or search. Nothing was deleted; you still see them here, and Unmute gives them back."
+        )
+    else:
+        done = f"Unmuted “{category}” for {agent.name}: {agent.name} sees these notes again."
     if request.htmx:
-        return render(request, "memory/bank_list.html#lens-banks", {"lenses": build_lens(request)})
+        return render(request, "memory/bank_list.html#lens-banks", {**lens_context(request), "announce": done})
+    messages.success(request, done)
     return redirect("lens")
 
 

@@ -62,5 +62,5 @@ def test_the_demos_four_things_to_try(page, live_server, artifact):
             page.screenshot(path=artifact("eviction"), full_page=True)
     assert page.text_content("#known-count") == "8"
     assert any(event.strip().startswith("Forgot") for event in seen), seen
-    assert any("Did not keep current-state" in event for event in seen), seen
+    assert any("Did not keep a new passing state (current-state)" in event for event in seen), seen
     page.screenshot(path=artifact("full"), full_page=True)

@@ -106,7 +106,7 @@ def test_owner_searches_and_mutes_a_category(page: Page, live_server, owner: Own
     food.get_by_role("button", name="Mute").click()
     food = page.locator(".category", has=page.get_by_role("heading", name="food"))
     expect(food).to_have_class(re.compile(r"\bis-muted\b"))
-    expect(food).to_contain_text("muted for Coach")
+    expect(food).to_contain_text("Muted for Coach")
     expect(food.get_by_role("button", name="Unmute")).to_be_visible()
     assert page.evaluate("window.stillTheSamePage") is True
     assert owner.person.mutes.filter(agent=owner.agent, category="food").exists()

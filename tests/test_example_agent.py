@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -112,3 +113,13 @@ def test_a_refused_tool_call_goes_back_to_the_model_which_answers(live_server, t
     assert (refused["error"]["code"], refused["error"]["field"]) == ("too_long", "content")
     assert unknown["error"]["code"] == "invalid"
     assert not Note.objects.filter(team=tenant.team).exists()
+
+
+def test_an_unreachable_mnemo_is_named_by_its_url(tenant):
+    with socket.socket() as sock:  # a port nothing listens on: bound, never accepting
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        code, printed = run(["--person", "ada", "--once", "hi"], {"MNEMO_URL": url, "MNEMO_KEY": "mnemo_x_y"})
+    assert code == 1
+    assert printed[0].startswith(f"Stopped: could not reach Mnemo at {url} ("), printed
+    assert "MNEMO_URL" in printed[0]

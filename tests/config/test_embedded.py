@@ -31,3 +31,33 @@ def test_given_urls_mean_nothing_embedded_starts(tmp_path, db):
     assert "started: []" in result.stdout
     assert not (data_dir / "pgdata").exists()
     assert not (data_dir / "redis").exists()
+
+
+def _services(action: str, data_dir: object) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
+    env["MNEMO_DATA_DIR"] = str(data_dir)
+    return subprocess.run(
+        [sys.executable, "manage.py", "services", action], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_services_status_and_stop_start_nothing(tmp_path):
+    data_dir = tmp_path / "data"
+    status = _services("status", data_dir)
+    assert status.returncode == 0, status.stderr
+    assert "postgres: stopped" in status.stdout
+    assert "redis:    stopped" in status.stdout
+    stop = _services("stop", data_dir)
+    assert stop.returncode == 0, stop.stderr
+    assert "redis: was not running; postgres: was not running" in stop.stdout
+    assert not (data_dir / "pgdata").exists()
+    assert not (data_dir / "redis").exists()
+
+
+def test_services_status_reports_the_running_servers(db):
+    from django.conf import settings
+
+    status = _services("status", settings.DATA_DIR)
+    assert status.returncode == 0, status.stderr
+    assert "postgres: running" in status.stdout
+    assert "redis:    running" in status.stdout

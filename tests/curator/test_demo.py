@@ -52,7 +52,8 @@ def test_the_four_things_to_try(client):
     ]:  # fmt: skip
         panel = say(client, text)
     assert 'id="known-count">8</span> of 8' in panel
-    assert "Did not keep <strong>current-state</strong>" in panel  # the train, refused: the allergy stays
+    # The train, refused: the allergy stays.
+    assert "Did not keep a new passing state (current-state): it keeps at most 8 things" in panel
     assert Note.objects.filter(key="allergy-peanuts").exists()
     assert Revision.objects.filter(action="evict").count() >= 1
 

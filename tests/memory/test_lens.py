@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from accounts.models import Membership
 from memory.models import Bank, Note, NoteVector, Revision
 from memory.queries import build_digest
 from memory.services import append_observation, latch_full, mute_category, remember
@@ -48,13 +49,29 @@ def test_lens_lists_each_bank_about_the_person_by_category_with_count_and_limit(
         **note_fields(key="stack", content="Apollo runs on Django."),
     )  # fmt: skip
     html = lens_client.get("/lens/").content.decode()
-    for bank_id in ["user:ada:project:apollo", "scope:project:apollo", "user:ada"]:
-        assert f"<code>{bank_id}</code>" in html
-    assert html.count("<strong>1 of 40</strong>") == 3
-    assert "(soft limit; hard limit 64)" in html
+    titles = ["About you in project Apollo", "Shared in project Apollo", "About you, everywhere"]
+    assert [html.index(f">{title}</h3>") for title in titles] == sorted(html.index(f">{t}</h3>") for t in titles)
+    assert html.count("<strong>1 of 40 notes</strong>") == 3
+    assert "Past 40 notes it is tidied up (similar notes merged); at 64 it takes nothing new" in html
     assert "<h4>work</h4>" in html
     assert "<h4>No category</h4>" in html
-    assert html.index("user:ada:project:apollo") < html.index("scope:project:apollo") < html.index("user:ada</code>")
+    # The memory itself, not only its keys: each note's content, kind and when it last changed.
+    for content in ["Apollo ships in May.", "Apollo runs on Django.", "Ada lives in Oslo."]:
+        assert f'<p class="note-content content-text">{content}</p>' in html
+    assert "Fact · changed <time" in html
+    # The engine's terms are for team admins: Ada is not one.
+    assert "<code>user:ada" not in html
+    assert "Engine details" not in html
+    assert "score" not in html
+
+
+def test_a_long_note_is_shortened_on_the_lens_and_expands(lens_client, tenant, person, actor):
+    long = "Ada keeps a diary. " * 20
+    remember(team=tenant.team, person=person, actor=actor, **note_fields(key="diary", content=long.strip()))
+    html = lens_client.get("/lens/").content.decode()
+    assert '<details class="note-content">' in html
+    assert html.count(long.strip()) == 1  # in full once, inside the expandable part
+    assert "Show all" in html
 
 
 def test_lens_shows_only_the_banks_of_the_signed_in_users_people(lens_client, tenant, person, actor, home_note):
@@ -66,10 +83,12 @@ def test_lens_shows_only_the_banks_of_the_signed_in_users_people(lens_client, te
     twin = PersonFactory.create(team=other.team, external_id="ada")
     remember(team=other.team, person=twin, actor=actor, **note_fields(content="Another team's Ada."))
     html = lens_client.get("/lens/").content.decode()
-    assert "<code>user:ada</code>" in html
-    assert "user:grace" not in html
-    assert "scope:project:zeus" not in html
-    assert html.count("<code>user:ada</code>") == 1
+    assert "Ada lives in Oslo." in html
+    assert "Grace lives in Rome." not in html
+    assert "project Zeus" not in html
+    assert "Another team&#x27;s Ada." not in html
+    assert html.count("About you, everywhere") == 1
+    assert "People in this team" not in html
 
 
 def test_lens_explains_a_full_bank_and_its_last_consolidation(lens_client, tenant, person, actor, home_note):
@@ -79,8 +98,13 @@ def test_lens_explains_a_full_bank_and_its_last_consolidation(lens_client, tenan
     )
     latch_full(bank=bank, actor=actor, reason="consolidation could not get under the soft limit")
     html = lens_client.get("/lens/").content.decode()
-    assert '<span class="badge-full">FULL</span>' in html
-    assert "new notes are refused until something is removed; corrections still work" in html
+    assert '<span class="badge-full">Full</span>' in html
+    assert "Full: it takes nothing new until something is removed; corrections still work." in html
+    assert "Last consolidated" not in html  # the engine's account is for team admins
+    Membership.objects.create(team=tenant.team, user=person.user, role=Membership.Role.ADMIN)
+    html = lens_client.get("/lens/").content.decode()
+    assert "Engine details (team admins)" in html
+    assert "<code>user:ada</code>" in html
     assert "Last consolidated" in html
     assert "merged 3 notes, still over the soft limit" in html
 
@@ -89,10 +113,10 @@ def test_lens_lists_refusals_and_evictions_with_actor_and_reason(lens_client, te
     with pytest.raises(Exception, match="the limit is 2000"):
         remember(team=tenant.team, person=person, actor=actor, **note_fields(key="essay", content="x" * 2001))
     html = lens_client.get("/lens/").content.decode()
-    assert "Refused and evicted" in html
-    assert "<code>user:ada:essay</code>" in html
-    assert "content is 2001 characters; the limit is 2000" in html
-    assert f'<span class="muted">({tenant.agent.slug})</span>' in html
+    assert ">Not kept</h3>" in html
+    assert (
+        f"Did not save what {tenant.agent.name} wrote to essay: content is 2001 characters; the limit is 2000." in html
+    )
 
 
 def test_lens_lists_only_the_newest_removals_per_person(lens_client, tenant, person, actor, mocker):
@@ -101,9 +125,9 @@ def test_lens_lists_only_the_newest_removals_per_person(lens_client, tenant, per
         with pytest.raises(Exception, match="the limit is 2000"):
             remember(team=tenant.team, person=person, actor=actor, **note_fields(key=f"essay-{n}", content="x" * 2001))
     html = lens_client.get("/lens/").content.decode()
-    assert "user:ada:essay-2" in html
-    assert "user:ada:essay-1" in html
-    assert "user:ada:essay-0" not in html
+    assert "wrote to essay-2:" in html
+    assert "wrote to essay-1:" in html
+    assert "wrote to essay-0:" not in html
 
 
 def test_lens_query_count_does_not_grow_with_banks_and_notes(
@@ -240,8 +264,22 @@ def test_muting_a_category_hides_it_from_that_agents_digest_and_greys_it_in_the_
     assert [n.key for n in build_digest(team=tenant.team, person=person, agent=other_agent).entries] == ["food"]
     html = lens_client.get("/lens/").content.decode()
     assert '<div class="category is-muted">' in html
-    assert f"muted for {tenant.agent.name}" in html
+    assert f"Muted for {tenant.agent.name}: it does not see these notes" in html
     assert ">Unmute</button>" in html
+    # Said once, after the change, in the page's one live region.
+    assert f"Muted “food” for {tenant.agent.name}: {tenant.agent.name} no longer sees these notes" in html
+
+
+def test_mute_says_what_it_does_next_to_the_control_and_confirms_over_htmx(lens_client, tenant, person, actor):
+    append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
+    assert "Hides these notes from that agent. Nothing is deleted." in lens_client.get("/lens/").content.decode()
+    response = lens_client.post(
+        "/lens/mute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"}, headers=HTMX
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="lens-banks">')
+    assert '<div id="announcements" hx-swap-oob="innerHTML">' in html
+    assert "Nothing was deleted; you still see them here, and Unmute gives them back." in html
 
 
 def test_unmuting_a_category_restores_it(lens_client, tenant, person, actor):

@@ -108,7 +108,7 @@ def test_the_lens_marks_the_shared_bank_read_only_for_a_member_and_not_for_an_ad
 ):
     notice = "a team admin can change or delete them"
     member_html = member_client.get("/lens/").content.decode()
-    assert "scope:project:apollo" in member_html
+    assert ">Shared in project Apollo</h3>" in member_html
     assert member_html.count(notice) == 1  # the shared bank only, not her private one
     assert notice not in admin_client.get("/lens/").content.decode()
 

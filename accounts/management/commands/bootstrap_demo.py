@@ -13,7 +13,8 @@ class Command(BaseCommand):
                 [
                     f"  team      {demo.team.slug}",
                     f"  agent     {demo.agent.slug}",
-                    f"  login     {demo.username} / {demo.password}",
+                    f"  login     {demo.username} / {demo.password}   (the Memory lens at /lens/: what the coach"
+                    f" remembers about '{demo.username}'; as team admin, about everyone in team {demo.team.slug})",
                     f"  API key   {demo.api_key}",
                 ]
             )

@@ -62,12 +62,8 @@ class Command(BaseCommand):
             url = f"http://{host}:{port}/"
             self._wait_until_healthy(url, children, lambda: stopping)
             if not stopping:
-                self.stdout.write(
-                    self.style.SUCCESS(f"Mnemo is up at {url}  (health: {url}healthz, docs: {url}api/docs/)")
-                )
-                if settings.DEMO_ENABLED:
-                    self.stdout.write(f"The demo is at {url}demo/ (DEMO_ENABLED).")
-                self.stdout.write("Press Ctrl-C to stop the web server, the worker and beat.")
+                self.stdout.write(self.style.SUCCESS(f"Mnemo is up at {url}"))
+                self.stdout.write(self._where(url))
             while not stopping:
                 for name, child in children.items():
                     if child.poll() is not None:
@@ -78,6 +74,38 @@ class Command(BaseCommand):
         finally:
             self._stop(children)
             self._stop_embedded()
+
+    def _where(self, url: str) -> str:
+        demo = "" if settings.DEMO_ENABLED else " (off: set DEMO_ENABLED=1)"
+        embedded_here = sorted(embedded.started_here)
+        stops = "the web server, the worker and beat"
+        if embedded_here:
+            stops += (
+                " and the embedded " + " and ".join(name.capitalize() for name in embedded_here) + " this run started"
+            )
+        used = set() if settings.DATABASE_URL else {"postgres"}
+        if f"redis+socket://{embedded.redis_socket_path(settings.DATA_DIR)}" == settings.REDIS_URL:
+            used.add("redis")
+        kept = used - set(embedded_here)
+        lines = [
+            f"  Memory lens  {url}lens/   sign in with the login above: what agents remember about you",
+            f"  Demo         {url}demo/{demo}   a coach that keeps eight facts about whoever talks to it",
+            f"  API          {url}api/docs/   with the API key above; health at {url}healthz",
+            f"  Admin        {url}admin/   needs a superuser: {sys.executable} manage.py createsuperuser",
+            f"Press Ctrl-C to stop {stops}.",
+        ]
+        if kept:
+            lines.append(
+                "The embedded "
+                + " and ".join(sorted(name.capitalize() for name in kept))
+                + (
+                    " were already running and keep running"
+                    if len(kept) > 1
+                    else " was already running and keeps running"
+                )
+                + "; `make stop` stops it all."
+            )
+        return "\n".join(lines)
 
     def _wait_until_healthy(
         self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: Callable[[], bool]

@@ -5,7 +5,11 @@ from config import embedded
 
 
 class Command(BaseCommand):
-    help = "Show or stop the embedded Postgres and Redis (used when DATABASE_URL / REDIS_URL are unset)."
+    help = (
+        "Show or stop the embedded Postgres and Redis (used when DATABASE_URL / REDIS_URL are unset); starts nothing."
+    )
+    # The system checks would connect to the database, which is not started for this command.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["status", "stop"])
