@@ -27,7 +27,8 @@ class Conversation(models.Model):
     summary = models.TextField(blank=True)
     summary_updated_at = models.DateTimeField(null=True, blank=True)
     summary_stale = models.BooleanField(
-        default=False, help_text="A message the summary was built from was deleted; rebuild it."
+        default=False,
+        help_text="A message the summary was built from was erased: the summary was cleared until it is rebuilt.",
     )
     # The curator's watermark: the last message order it has read, and what accrued since.
     curated_through = models.PositiveIntegerField(default=0)
@@ -58,6 +59,12 @@ class Conversation(models.Model):
         return f"{self.agent} with {self.person} ({self.started_at:%Y-%m-%d})"
 
 
+class MessageQuerySet(models.QuerySet["Message"]):
+    def not_erased(self) -> Self:
+        """Messages that still say something: every read that shows or searches text uses this."""
+        return self.filter(erased_at__isnull=True)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", "Person"
@@ -70,15 +77,24 @@ class Message(models.Model):
     order = models.PositiveIntegerField()
     created_at = models.DateTimeField()
     external_id = models.CharField(max_length=100, blank=True, help_text="The caller's id for the message, if any.")
+    # A tombstone: the content is blanked (and its vector dropped); the order and role stay.
+    erased_at = models.DateTimeField(null=True, blank=True)
     search = models.GeneratedField(
         expression=SearchVector("content", config="english"), output_field=SearchVectorField(), db_persist=True
     )
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["conversation", "order"]
         constraints = [
             models.UniqueConstraint(fields=["team", "conversation", "order"], name="message_unique_order"),
-            models.CheckConstraint(condition=~models.Q(content=""), name="message_content_not_empty"),
+            models.CheckConstraint(
+                condition=~models.Q(content="") | models.Q(erased_at__isnull=False), name="message_content_not_empty"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(erased_at__isnull=True) | models.Q(content=""), name="message_erased_is_blank"
+            ),
         ]
         indexes = [
             GinIndex(fields=["search"], name="message_search_gin"),
@@ -86,7 +102,11 @@ class Message(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.role} #{self.order}: {self.content[:40]}"
+        return f"{self.role} #{self.order}: {'(erased)' if self.is_erased else self.content[:40]}"
+
+    @property
+    def is_erased(self) -> bool:
+        return self.erased_at is not None
 
 
 class MessageVector(models.Model):

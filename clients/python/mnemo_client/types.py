@@ -261,6 +261,7 @@ class Message(TypedDict):
     order: int
     created_at: str
     external_id: str
+    erased_at: str | None  # set when the message was erased: content is then ""
 
 
 class Note(TypedDict):
