@@ -9,6 +9,9 @@ class ConversationsConfig(AppConfig):
         # Registers recent_messages and search_conversation beside the memory tools.
         from conversations import tools  # noqa: F401
         from conversations.indexing import MESSAGES
+        from conversations.provenance import resolve_tool_sources
         from memory.indexing import register
+        from memory.provenance import register_resolver
 
         register(MESSAGES)  # the vector index (memory.indexing) embeds messages too
+        register_resolver(resolve_tool_sources)  # the memory tools' source_messages and turn

@@ -10,6 +10,7 @@ from django.db import models
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
+from memory.models import Note
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -155,3 +156,37 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.pk} of {self.conversation_id}"
+
+
+class NoteSource(models.Model):
+    """Where a note came from: a message it was learned from, or the turn it was written during.
+
+    Erasing the note in the lens erases its source messages too; a message's erasure leaves the row
+    (it points at the tombstone). Deleting the note or the message takes the row with it.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="sources")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, null=True, blank=True, related_name="derived")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="derived")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(message__isnull=False) | models.Q(turn__isnull=False),
+                name="notesource_names_a_message_or_turn",
+            ),
+            models.UniqueConstraint(
+                fields=["team", "note", "message"],
+                condition=models.Q(message__isnull=False),
+                name="notesource_unique_message",
+            ),
+            models.UniqueConstraint(
+                fields=["team", "note", "turn"], condition=models.Q(turn__isnull=False), name="notesource_unique_turn"
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "message"], name="notesource_team_message")]
+
+    def __str__(self) -> str:
+        return f"note {self.note_id} from message {self.message_id} / turn {self.turn_id}"

@@ -228,6 +228,11 @@ def request_summary_rebuild(*, conversation: Conversation) -> None:
     transaction.on_commit(lambda: _send(SUMMARY_REBUILD_TASK, conversation_id), robust=True)
 
 
+def mark_summary_rebuilds_asked(*, conversation_ids: list[int], asked_at: datetime) -> None:
+    """The catch-up asked again for these rebuilds: their clock restarts."""
+    Conversation.objects.filter(pk__in=conversation_ids, summary_stale=True).update(summary_updated_at=asked_at)
+
+
 @transaction.atomic
 def record_rebuilt_summary(
     *, conversation: Conversation, summary: str, read_ids: list[int], through_order: int

@@ -17,7 +17,9 @@ from django.utils import timezone
 
 from config.exceptions import DomainError
 from conversations.models import Conversation, Message
+from conversations.provenance import carry_note_sources, cited_messages, record_note_sources
 from conversations.services import (
+    mark_summary_rebuilds_asked,
     record_curation,
     record_curation_failure,
     record_nothing_to_curate,
@@ -144,7 +146,7 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
             # Each write is atomic on its own and a refused one leaves only its refused revision,
             # which must survive: so no savepoint of ours around it.
             try:
-                _apply(op, conversation, actor)
+                _apply(op, conversation, actor, read=new)
                 applied += 1
             except DomainError as exc:
                 refused.append(f"{op.op} {getattr(op, 'key', '')}: {exc.message}".strip())
@@ -198,23 +200,30 @@ def rebuild_summary(*, conversation_id: int, task_id: str = "", provider: LLMPro
 
 
 def _chat_line(message: Message) -> ChatLine:
-    return ChatLine("person" if message.role == Message.Role.USER else "agent", message.content, message.created_at)
+    role = "person" if message.role == Message.Role.USER else "agent"
+    return ChatLine(role, message.content, message.created_at, message.pk)
 
 
-def _apply(op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor) -> None:
+def _apply(
+    op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor, *, read: list[Message]
+) -> None:
     team, person = conversation.team, conversation.person
+    if isinstance(op, ForgetOp):
+        forget(
+            team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
+        )
+        return
     if isinstance(op, RememberOp):
-        remember(
+        result = remember(
             team=team, person=person, actor=actor, key=op.key, description=op.description, content=op.content,
             kind=op.kind, bank=op.bank, category=op.category, source=Note.Source.CURATOR,
             expires_at=timezone.now() + timedelta(hours=op.expires_in_hours) if op.expires_in_hours else None,
         )  # fmt: skip
-    elif isinstance(op, AppendDailyOp):
-        append_daily(team=team, person=person, actor=actor, text=op.text)
     else:
-        forget(
-            team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
-        )
+        result = append_daily(team=team, person=person, actor=actor, text=op.text)
+    if result.note is not None:
+        what = f"{op.op} in conversation {conversation.pk}"
+        record_note_sources(note=result.note, message_ids=cited_messages(cited=op.sources, read=read, what=what))
 
 
 # --- consolidation ----------------------------------------------------------------------------
@@ -293,6 +302,7 @@ def consolidate_bank(*, bank_id: int, task_id: str = "", provider: LLMProvider |
             verdict = f"plan rejected whole ({exc.message})"
         else:
             for merge in plan.merges:
+                carry_note_sources(keep=current[merge.keep], absorb=[current[k] for k in merge.absorb])
                 merge_notes(
                     keep=current[merge.keep], absorb=[current[k] for k in merge.absorb], actor=actor,
                     content=merge.content, description=merge.description, reason="consolidation",
@@ -333,7 +343,7 @@ def stale_summaries() -> list[int]:
 def claim_stale_summaries() -> list[int]:
     """Ask again for the rebuilds of stale summaries, marking them asked now (the clock restarts)."""
     conversation_ids = stale_summaries()
-    Conversation.objects.filter(pk__in=conversation_ids).update(summary_updated_at=timezone.now())
+    mark_summary_rebuilds_asked(conversation_ids=conversation_ids, asked_at=timezone.now())
     return conversation_ids
 
 
