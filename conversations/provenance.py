@@ -11,12 +11,16 @@ import logging
 from collections.abc import Iterable
 
 from django.db import transaction
+from django.db.models import QuerySet
+from django.urls import reverse
+from django.utils.text import Truncator
 
 from conversations.models import Message, NoteSource, Turn
 from conversations.queries import messages_between
+from conversations.services import erase_messages
 from memory.exceptions import UnknownSource
 from memory.models import Note
-from memory.provenance import Recorder, SourceRequest
+from memory.provenance import Origin, Recorder, SourceRequest
 
 logger = logging.getLogger(__name__)
 
@@ -100,3 +104,49 @@ def source_messages(note: Note) -> list[Message]:
         .order_by("created_at", "pk")
         .distinct()
     )
+
+
+QUOTE_CHARS = 160
+
+
+class ConversationProvenance:
+    """What memory.provenance asks of conversations (registered in ConversationsConfig.ready)."""
+
+    def resolve(self, request: SourceRequest) -> Recorder:
+        return resolve_tool_sources(request)
+
+    def origins(self, note: Note) -> list[Origin]:
+        rows = (
+            NoteSource.objects.filter(team_id=note.team_id, note=note)
+            .select_related("message__conversation__agent", "turn__message__conversation__agent")
+            .order_by("created_at", "pk")
+        )
+        found: list[Origin] = []
+        for row in rows:
+            message = row.message if row.message is not None else row.turn.message if row.turn else None
+            if message is None:
+                continue
+            url = reverse("lens-conversation", args=[message.conversation_id]) + f"#message-{message.pk}"
+            found.append(
+                Origin(
+                    when=message.created_at,
+                    role="person" if message.role == Message.Role.USER else "agent",
+                    agent=message.conversation.agent.name,
+                    quote=Truncator(message.content).chars(QUOTE_CHARS),
+                    url=url,
+                    erased=message.is_erased,
+                    during_turn=row.message is None,
+                )
+            )
+        found.sort(key=lambda origin: origin.when)
+        return found
+
+    def source_count(self, note: Note) -> int:
+        return _sources_of(note).count()
+
+    def erase_sources(self, note: Note) -> int:
+        return erase_messages(team=note.team, message_ids=list(_sources_of(note).values_list("pk", flat=True)))
+
+
+def _sources_of(note: Note) -> QuerySet[Message]:
+    return Message.objects.filter(team_id=note.team_id, derived__note=note, erased_at__isnull=True).distinct()
