@@ -11,11 +11,13 @@ from conversations.services import start_conversation
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Note
+from tests import test_browser_lens
 from tests.canary import find_text
 from tests.factories import chat
-from tests.test_browser_lens import Owner, log_in, owner  # noqa: F401  # the fixture and the login
+from tests.test_browser_lens import Owner, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+owner = test_browser_lens.owner  # Ada, her login and her agent Coach, as the lens's browser tests have them
 
 
 def test_a_curated_note_shows_where_it_was_learned_and_goes_with_its_messages(
