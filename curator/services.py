@@ -137,8 +137,10 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         if locked.curated_through != start:
             return "skipped: another pass already curated these messages"
-        if Message.objects.filter(pk__in=[m.pk for m in new], erased_at__isnull=False).exists():
-            # What the provider read was erased meanwhile: nothing it proposed may be kept. Read again.
+        erased_meanwhile = Message.objects.filter(pk__in=[m.pk for m in new], erased_at__isnull=False).exists()
+        if erased_meanwhile or locked.summary_updated_at != conversation.summary_updated_at:
+            # What the provider read (a message, or the summary an erasure has cleared since) is
+            # erased: nothing it proposed may be kept. Read again.
             record_nothing_to_curate(conversation=locked)
             schedule_curation(conversation=locked, force=True)
             return "discarded: a message was erased during the pass; curating again"

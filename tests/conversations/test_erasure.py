@@ -201,3 +201,24 @@ def test_a_turn_after_erasure_in_the_same_conversation_does_not_see_the_erased_m
     assert word not in text
     assert "I like tea." in text  # the rest of the window is still there
     assert "Got it." in text
+
+
+def test_a_pass_that_read_a_summary_erased_meanwhile_applies_nothing(tenant, person, conversation, mocker):
+    word = canary()
+    said = chat(conversation, [(f"I love {word} pastries.", "Yum.")])
+    curated_with_summary(conversation, f"Ada loves {word} pastries.")
+    record_message(conversation=conversation, role="user", content="The weather is fine.")
+    schedule = mocker.patch("curator.services.schedule_curation")
+
+    class ErasingProvider(ScriptedProvider):
+        def curate(self, request):  # the erasure clears the summary this pass was given, and a rebuild runs
+            erase_message(message=Message.objects.get(pk=said[0].pk))
+            rebuild_summary(conversation_id=conversation.pk, provider=ScriptedProvider())
+            return super().curate(request)
+
+    carried = CuratorPlan(summary=f"Ada loves {word} pastries; the weather is fine.")
+    outcome = curate_conversation(conversation_id=conversation.pk, provider=ErasingProvider(curations=[carried]))
+
+    assert outcome.startswith("discarded")
+    schedule.assert_called_once()
+    assert find_text(word) == []

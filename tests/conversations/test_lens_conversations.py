@@ -94,3 +94,19 @@ def test_a_curated_note_shows_where_it_was_learned_from_and_its_deletion_erases_
     assert "message erased" in tea
     assert seen_everywhere(tenant, word) == []
     assert find_text(word) == []
+
+
+def test_the_lens_conversation_pages_take_as_many_queries_for_many_rows_as_for_one(
+    lens_client, tenant, person, django_assert_max_num_queries
+):
+    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(conversation, [("Hi", "Hello")])
+    with django_assert_max_num_queries(12) as few:
+        lens_client.get("/lens/conversations/")
+        lens_client.get(f"/lens/conversations/{conversation.pk}")
+    for _ in range(8):
+        chat(start_conversation(team=tenant.team, agent=tenant.agent, person=person), [("Hi", "Hello")] * 5)
+    chat(conversation, [("More", "Yes")] * 10)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        lens_client.get("/lens/conversations/")
+        lens_client.get(f"/lens/conversations/{conversation.pk}")
