@@ -310,7 +310,7 @@ SURFACES: list[Surface] = [
             number=Loc("path", "note")),
     # A page number that is not one is the first page, one past the end the last (Paginator.get_page).
     Surface("lens conversations", "GET", "lens/conversations/", "/lens/conversations/", html=True,
-            number=Loc("query", "page"), expect={kind: (200, 400) for kind in NUMBER_KINDS}),
+            number=Loc("query", "page"), expect=dict.fromkeys(NUMBER_KINDS, (200, 400))),
     Surface("lens conversation", "GET", "lens/conversations/<int:conversation_id>", "/lens/conversations/{conversation}",
             html=True, number=Loc("path", "conversation")),
     Surface("lens conversation delete", "POST", "lens/conversations/<int:conversation_id>/delete",
