@@ -37,6 +37,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unknown_ontology_id": 422,
     "no_match": 422,
     "plan_rejected": 422,
+    "unknown_source": 422,
     "throttled": 429,
     "server_error": 500,
     "memory_unavailable": 503,

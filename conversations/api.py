@@ -42,7 +42,7 @@ class ConversationOutput(serializers.ModelSerializer[Conversation]):
 class MessageOutput(serializers.ModelSerializer[Message]):
     class Meta:
         model = Message
-        fields = ["id", "conversation", "role", "content", "order", "created_at", "external_id"]
+        fields = ["id", "conversation", "role", "content", "order", "created_at", "external_id", "erased_at"]
 
 
 @extend_schema_field({"type": "string", "maxLength": settings.MESSAGE_MAX_CHARS})
@@ -146,13 +146,16 @@ class MessageListCreateApi(ListAPIView[Message]):
 
 
 class MessageDetailApi(APIView):
+    """Deleting a message erases it: a tombstone keeps its order and role; its text, vector and the
+    summary it fed are gone."""
+
     @extend_schema(operation_id="conversations_messages_destroy", responses={204: None})
     def delete(self, request: Request, conversation_id: int, message_id: int) -> Response:
         conversation = get_object_or_404(_conversations(request), pk=conversation_id)
         message = get_object_or_404(
             Message.objects.filter(team=request_api_key(request).team, conversation=conversation), pk=message_id
         )
-        services.delete_message(message=message)
+        services.erase_message(message=message)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

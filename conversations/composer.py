@@ -309,9 +309,9 @@ class _Composer:
             clock = now
 
         history_rows = list(
-            Message.objects.filter(
-                team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order
-            ).order_by("-order")[:HISTORY_FETCH]
+            Message.objects.not_erased()
+            .filter(team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order)
+            .order_by("-order")[:HISTORY_FETCH]
         )[::-1]
         if self.profile == "memory_only":
             history_rows = [self.message]

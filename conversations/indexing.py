@@ -6,6 +6,8 @@ embedding runs after commit in conversations.tasks.embed_messages.
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from conversations.models import Message, MessageVector
 from memory.indexing import IndexedModel
 
@@ -20,4 +22,5 @@ MESSAGES = IndexedModel(
     # store_if_current still compares the text: an erased or rewritten message never gets the
     # vector of what it used to say.
     hashes_text=False,
+    skip=Q(erased_at__isnull=False),  # a tombstone has no text to embed
 )

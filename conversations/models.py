@@ -10,6 +10,7 @@ from django.db import models
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
+from memory.models import Note
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -27,7 +28,8 @@ class Conversation(models.Model):
     summary = models.TextField(blank=True)
     summary_updated_at = models.DateTimeField(null=True, blank=True)
     summary_stale = models.BooleanField(
-        default=False, help_text="A message the summary was built from was deleted; rebuild it."
+        default=False,
+        help_text="A message the summary was built from was erased: the summary was cleared until it is rebuilt.",
     )
     # The curator's watermark: the last message order it has read, and what accrued since.
     curated_through = models.PositiveIntegerField(default=0)
@@ -58,6 +60,12 @@ class Conversation(models.Model):
         return f"{self.agent} with {self.person} ({self.started_at:%Y-%m-%d})"
 
 
+class MessageQuerySet(models.QuerySet["Message"]):
+    def not_erased(self) -> Self:
+        """Messages that still say something: every read that shows or searches text uses this."""
+        return self.filter(erased_at__isnull=True)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", "Person"
@@ -70,15 +78,24 @@ class Message(models.Model):
     order = models.PositiveIntegerField()
     created_at = models.DateTimeField()
     external_id = models.CharField(max_length=100, blank=True, help_text="The caller's id for the message, if any.")
+    # A tombstone: the content is blanked (and its vector dropped); the order and role stay.
+    erased_at = models.DateTimeField(null=True, blank=True)
     search = models.GeneratedField(
         expression=SearchVector("content", config="english"), output_field=SearchVectorField(), db_persist=True
     )
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["conversation", "order"]
         constraints = [
             models.UniqueConstraint(fields=["team", "conversation", "order"], name="message_unique_order"),
-            models.CheckConstraint(condition=~models.Q(content=""), name="message_content_not_empty"),
+            models.CheckConstraint(
+                condition=~models.Q(content="") | models.Q(erased_at__isnull=False), name="message_content_not_empty"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(erased_at__isnull=True) | models.Q(content=""), name="message_erased_is_blank"
+            ),
         ]
         indexes = [
             GinIndex(fields=["search"], name="message_search_gin"),
@@ -86,7 +103,11 @@ class Message(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.role} #{self.order}: {self.content[:40]}"
+        return f"{self.role} #{self.order}: {'(erased)' if self.is_erased else self.content[:40]}"
+
+    @property
+    def is_erased(self) -> bool:
+        return self.erased_at is not None
 
 
 class MessageVector(models.Model):
@@ -135,3 +156,37 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.pk} of {self.conversation_id}"
+
+
+class NoteSource(models.Model):
+    """Where a note came from: a message it was learned from, or the turn it was written during.
+
+    Erasing the note in the lens erases its source messages too; a message's erasure leaves the row
+    (it points at the tombstone). Deleting the note or the message takes the row with it.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="sources")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, null=True, blank=True, related_name="derived")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, null=True, blank=True, related_name="derived")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(message__isnull=False) | models.Q(turn__isnull=False),
+                name="notesource_names_a_message_or_turn",
+            ),
+            models.UniqueConstraint(
+                fields=["team", "note", "message"],
+                condition=models.Q(message__isnull=False),
+                name="notesource_unique_message",
+            ),
+            models.UniqueConstraint(
+                fields=["team", "note", "turn"], condition=models.Q(turn__isnull=False), name="notesource_unique_turn"
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "message"], name="notesource_team_message")]
+
+    def __str__(self) -> str:
+        return f"note {self.note_id} from message {self.message_id} / turn {self.turn_id}"

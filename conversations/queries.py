@@ -195,7 +195,7 @@ def rank_messages(
         (pk for pk in totals if pk not in excluded),
         key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk),
     )[:limit]
-    messages = Message.objects.select_related("conversation").in_bulk(ranked)
+    messages = Message.objects.not_erased().select_related("conversation").in_bulk(ranked)
     hits = [MessageHit(message=messages[pk], score=totals[pk]) for pk in ranked if pk in messages]
     return MessageSearch(hits, degraded)
 
@@ -221,7 +221,7 @@ def recent_messages(
     *, agent: Agent, person: Person, conversation: Conversation | None = None, limit: int = 20
 ) -> list[Message]:
     """The latest messages, oldest first, of one conversation or of all this agent's with this person."""
-    messages = messages_between(agent, person)
+    messages = messages_between(agent, person).filter(erased_at__isnull=True)
     if conversation is not None:
         messages = messages.filter(conversation=conversation)
     latest = list(messages.select_related("conversation").order_by("-created_at", "-order", "-pk")[:limit])

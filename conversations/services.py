@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,7 @@ from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
-from conversations.models import Conversation, Message, Turn
+from conversations.models import Conversation, Message, MessageVector, Turn
 from memory.queries import TurnContext
 
 
@@ -84,24 +84,76 @@ def _lock_rows(rows: QuerySet[Any]) -> None:
     list(rows.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
 
 
+SUMMARY_REBUILD_TASK = "curator.tasks.rebuild_summary"
+
+
 @transaction.atomic
-def delete_message(*, message: Message) -> None:
-    """Remove a message from the record (and so from every search); a summary built from it is marked stale."""
-    conversation = Conversation.objects.select_for_update().get(pk=message.conversation_id)
-    if conversation.summary and message.order <= conversation.curated_through:
-        conversation.summary_stale = True
-        conversation.save(update_fields=["summary_stale"])
-    # Lock the row before Django collects what refers to it (vectors, turns): an index task storing
-    # a vector locks it too (indexing.store_if_current), so its vector is either collected here or
-    # never stored, and the delete cannot fail on a row that landed in between.
-    _lock_rows(Message.objects.filter(team_id=message.team_id, pk=message.pk))
-    message.delete()
+def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
+    """Erase messages: each becomes a tombstone (order and role kept, content blanked, vector
+    dropped), so it leaves passages, both searches, recent messages, the window and the curator's
+    input. Every conversation that lost a message the summary was built from has its summary
+    cleared in this transaction and marked stale: no later turn can read it, whether or not the
+    rebuild asked for on commit ever runs (the curator's catch-up asks again). Returns how many
+    messages were erased (already erased ones are skipped)."""
+    rows = Message.objects.filter(team_id=team.pk, pk__in=list(message_ids), erased_at__isnull=True)
+    conversation_ids = sorted(set(rows.values_list("conversation_id", flat=True)))
+    # Conversations before messages, in id order, as record_message and the curator lock them.
+    _lock_rows(Conversation.objects.filter(team_id=team.pk, pk__in=conversation_ids))
+    # The index task locks a message before storing its vector (indexing.store_if_current), and
+    # compares its text: it either stored first and its vector is deleted below, or finds the
+    # content blank and stores nothing.
+    _lock_rows(rows)
+    erased = list(rows.values_list("pk", "conversation_id", "order"))
+    if not erased:
+        return 0
+    now = timezone.now()
+    Message.objects.filter(team_id=team.pk, pk__in=[pk for pk, _, _ in erased]).update(content="", erased_at=now)
+    MessageVector.objects.filter(team_id=team.pk, message_id__in=[pk for pk, _, _ in erased]).delete()
+    lowest: dict[int, int] = {}
+    for _, conversation_id, order in erased:
+        lowest[conversation_id] = min(order, lowest.get(conversation_id, order))
+    for conversation in Conversation.objects.filter(team_id=team.pk, pk__in=conversation_ids):
+        if lowest[conversation.pk] <= conversation.curated_through:
+            _clear_summary(conversation, now=now)
+    return len(erased)
+
+
+def _clear_summary(conversation: Conversation, *, now: datetime) -> None:
+    # The outcome line may name keys the curator built from what was said: it goes too.
+    Conversation.objects.filter(pk=conversation.pk).update(
+        summary="", summary_stale=True, summary_updated_at=now, last_curation_outcome=""
+    )
+    request_summary_rebuild(conversation=conversation)
+
+
+@transaction.atomic
+def erase_message(*, message: Message) -> None:
+    """Erase one message (see erase_messages)."""
+    erase_messages(team=message.conversation.team, message_ids=[message.pk])
+
+
+@transaction.atomic
+def erase_conversation(*, conversation: Conversation) -> int:
+    """Erase every message of a conversation and its summary, and end it: a later turn starts a new
+    one. Returns how many messages were erased."""
+    ids = list(
+        Message.objects.filter(team_id=conversation.team_id, conversation=conversation).values_list("pk", flat=True)
+    )
+    count = erase_messages(team=conversation.team, message_ids=ids)
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    locked.summary = ""
+    locked.summary_stale = False  # nothing is left to summarise
+    locked.summary_updated_at = timezone.now()
+    locked.last_curation_outcome = ""
+    locked.ended_at = locked.ended_at or timezone.now()
+    locked.save(update_fields=["summary", "summary_stale", "summary_updated_at", "last_curation_outcome", "ended_at"])
+    return count
 
 
 @transaction.atomic
 def delete_conversation(*, conversation: Conversation) -> None:
-    # As in delete_message: the conversation and its messages are locked before Django collects
-    # their vectors and turns, so nothing can come to refer to them between collection and delete.
+    # The conversation and its messages are locked before Django collects their vectors and turns,
+    # so nothing can come to refer to them between collection and delete.
     _lock_rows(Conversation.objects.filter(team_id=conversation.team_id, pk=conversation.pk))
     _lock_rows(Message.objects.filter(team_id=conversation.team_id, conversation=conversation))
     conversation.delete()
@@ -151,9 +203,13 @@ def schedule_curation(*, conversation: Conversation, force: bool = False) -> boo
 
 
 def _enqueue_curation(conversation_id: int) -> None:
+    _send(CURATION_TASK, conversation_id)
+
+
+def _send(task: str, conversation_id: int) -> None:
     from config.celery import app  # here: the Celery app loads every app's tasks, which import this module
 
-    app.send_task(CURATION_TASK, args=[conversation_id])
+    app.send_task(task, args=[conversation_id])
 
 
 @transaction.atomic
@@ -163,6 +219,39 @@ def update_summary(*, conversation: Conversation, summary: str, through_order: i
     )
     conversation.refresh_from_db()
     return conversation
+
+
+def request_summary_rebuild(*, conversation: Conversation) -> None:
+    """Ask the curator, after commit, to rebuild a cleared summary. By name, like the curator pass; a
+    broker that is down costs only the wait for the curator's catch-up, which asks again."""
+    conversation_id = conversation.pk
+    transaction.on_commit(lambda: _send(SUMMARY_REBUILD_TASK, conversation_id), robust=True)
+
+
+def mark_summary_rebuilds_asked(*, conversation_ids: list[int], asked_at: datetime) -> None:
+    """The catch-up asked again for these rebuilds: their clock restarts."""
+    Conversation.objects.filter(pk__in=conversation_ids, summary_stale=True).update(summary_updated_at=asked_at)
+
+
+@transaction.atomic
+def record_rebuilt_summary(
+    *, conversation: Conversation, summary: str, read_ids: list[int], through_order: int
+) -> bool:
+    """Store a summary rebuilt from the messages read_ids (all of it through through_order). Nothing
+    is stored when it is no longer wanted or already out of date: the summary is not stale any more,
+    the curator read further meanwhile, or one of the messages read was erased since (a rebuild is
+    asked for again then). Returns whether it was stored."""
+    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    if not locked.summary_stale:
+        return False
+    erased_since = Message.objects.filter(team_id=locked.team_id, pk__in=read_ids, erased_at__isnull=False).exists()
+    if erased_since or locked.curated_through != through_order:
+        request_summary_rebuild(conversation=locked)
+        return False
+    Conversation.objects.filter(pk=locked.pk).update(
+        summary=summary, summary_stale=False, summary_updated_at=timezone.now()
+    )
+    return True
 
 
 def record_curation(*, conversation: Conversation, through_order: int, outcome: str) -> None:

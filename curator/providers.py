@@ -52,6 +52,7 @@ class ChatLine:
     role: str  # "person" | "agent"
     text: str
     at: datetime
+    id: int | None = None  # the message's id, which operations cite as their sources
 
 
 @dataclass
@@ -89,6 +90,7 @@ Propose operations as JSON matching the schema:
   fact, or ephemeral (passing states like being on a train; give expires_in_hours).
 - forget: a remembered key that is no longer true and has no replacement.
 - append_daily: one line about what happened today worth keeping.
+Each remember and append_daily cites in `sources` the ids of the messages it rests on.
 Also write `summary`: the running summary of the conversation so far, at most 1,500 characters.
 Propose nothing that is not supported by the person's own words."""
 
@@ -100,7 +102,7 @@ semantics may be merged. Answer JSON matching the schema."""
 
 
 def curate_prompt(request: CurationRequest) -> str:
-    lines = [json_line({"who": m.role, "when": m.at.isoformat(), "text": m.text}) for m in request.messages]
+    lines = [json_line({"id": m.id, "who": m.role, "when": m.at.isoformat(), "text": m.text}) for m in request.messages]
     return (
         f"Today is {request.today}.\n\n"
         f"What is already remembered (the digest):\n{request.digest}\n\n"

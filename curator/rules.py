@@ -144,6 +144,8 @@ def extract_plan(request: CurationRequest) -> CuratorPlan:
             continue
         for sentence in SENTENCE.split(line.text):
             for op in _facts(sentence):
+                if isinstance(op, RememberOp) and line.id is not None:
+                    op.sources = [line.id]  # the message the fact came from
                 operations[op.key] = op  # the latest statement about a key wins within a pass
                 if isinstance(op, RememberOp):
                     said.append(op.content)

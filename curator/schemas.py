@@ -15,7 +15,13 @@ class _Op(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class RememberOp(_Op):
+class _SourcedOp(_Op):
+    sources: list[int] = Field(
+        default_factory=list, description="The ids of the messages this operation rests on (their `id`)."
+    )
+
+
+class RememberOp(_SourcedOp):
     op: Literal["remember"]
     key: str = Field(description="A short stable slug, e.g. home-city, employer, allergy-peanuts.")
     description: str = Field(description="One line saying what the note is.")
@@ -26,7 +32,7 @@ class RememberOp(_Op):
     expires_in_hours: float | None = Field(default=None, gt=0, le=24 * 365)
 
 
-class AppendDailyOp(_Op):
+class AppendDailyOp(_SourcedOp):
     op: Literal["append_daily"]
     text: str = Field(description="What happened today worth keeping, one line.")
 

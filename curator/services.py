@@ -17,11 +17,15 @@ from django.utils import timezone
 
 from config.exceptions import DomainError
 from conversations.models import Conversation, Message
+from conversations.provenance import carry_note_sources, cited_messages, record_note_sources
 from conversations.services import (
+    mark_summary_rebuilds_asked,
     record_curation,
     record_curation_failure,
     record_nothing_to_curate,
+    record_rebuilt_summary,
     request_curations_again,
+    schedule_curation,
     update_summary,
 )
 from curator.exceptions import PlanRejected
@@ -91,19 +95,24 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
     if conversation is None:
         return "skipped: the conversation is gone"
     start = conversation.curated_through
-    new = list(
+    unread = list(
         Message.objects.filter(team_id=conversation.team_id, conversation=conversation, order__gt=start).order_by(
             "order"
         )
     )
-    if not new:
+    if not unread:
         record_nothing_to_curate(conversation=conversation)
         return "skipped: nothing new since the last pass"
-    through = new[-1].order
+    through = unread[-1].order
+    new = [m for m in unread if not m.is_erased]  # a tombstone says nothing to learn from
+    if not new:
+        with transaction.atomic():
+            record_curation(conversation=conversation, through_order=through, outcome="read nothing: erased")
+        return "read nothing: the new messages were erased"
     provider = provider or get_provider()
     digest = build_digest(team=conversation.team, person=conversation.person, agent=conversation.agent)
     request = CurationRequest(
-        messages=[ChatLine("person" if m.role == Message.Role.USER else "agent", m.content, m.created_at) for m in new],
+        messages=[_chat_line(m) for m in new],
         digest=digest.text,
         summary=conversation.summary,
         today=timezone.localdate().isoformat(),
@@ -128,16 +137,24 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         if locked.curated_through != start:
             return "skipped: another pass already curated these messages"
+        erased_meanwhile = Message.objects.filter(pk__in=[m.pk for m in new], erased_at__isnull=False).exists()
+        if erased_meanwhile or locked.summary_updated_at != conversation.summary_updated_at:
+            # What the provider read (a message, or the summary an erasure has cleared since) is
+            # erased: nothing it proposed may be kept. Read again.
+            record_nothing_to_curate(conversation=locked)
+            schedule_curation(conversation=locked, force=True)
+            return "discarded: a message was erased during the pass; curating again"
         for op in plan.operations:
             # Each write is atomic on its own and a refused one leaves only its refused revision,
             # which must survive: so no savepoint of ours around it.
             try:
-                _apply(op, conversation, actor)
+                _apply(op, conversation, actor, read=new)
                 applied += 1
             except DomainError as exc:
                 refused.append(f"{op.op} {getattr(op, 'key', '')}: {exc.message}".strip())
                 logger.info("curator operation refused in conversation %s: %s", conversation.pk, exc.message)
-        if plan.summary is not None:
+        # A stale summary was cleared by an erasure: only a rebuild from every message may replace it.
+        if plan.summary is not None and not locked.summary_stale:
             update_summary(conversation=locked, summary=plan.summary, through_order=through)
         outcome = f"read {len(new)} messages; applied {applied} operation(s)" + (
             f"; refused {len(refused)}: " + " | ".join(refused) if refused else ""
@@ -146,20 +163,69 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
     return outcome
 
 
-def _apply(op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor) -> None:
+def rebuild_summary(*, conversation_id: int, task_id: str = "", provider: LLMProvider | None = None) -> str:
+    """Rebuild a summary an erasure cleared, from the messages still there that the curator has read.
+    Only the summary of the provider's answer is used: notes are learned in curator passes alone, so
+    rereading old messages never brings back a note the person deleted. Safe to run twice."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None or not conversation.summary_stale:
+        return "skipped: no summary to rebuild"
+    through = conversation.curated_through
+    kept = list(
+        Message.objects.not_erased()
+        .filter(team_id=conversation.team_id, conversation=conversation, order__lte=through)
+        .order_by("order")
+    )
+    summary = ""
+    if kept:
+        provider = provider or get_provider()
+        request = CurationRequest(
+            messages=[_chat_line(m) for m in kept], digest="", summary="", today=timezone.localdate().isoformat()
+        )
+        try:
+            plan, usage = provider.curate(request)
+        except ProviderError as exc:
+            _record_call(
+                team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
+                error=str(exc), task_id=task_id, conversation_id=conversation.pk,
+            )  # fmt: skip
+            raise
+        _record_call(
+            team_id=conversation.team_id, purpose="curate", usage=usage, provider=provider, outcome="ok",
+            task_id=task_id, conversation_id=conversation.pk,
+        )  # fmt: skip
+        summary = plan.summary or ""
+    stored = record_rebuilt_summary(
+        conversation=conversation, summary=summary, read_ids=[m.pk for m in kept], through_order=through
+    )
+    return f"rebuilt the summary from {len(kept)} messages" if stored else "skipped: out of date; asked again"
+
+
+def _chat_line(message: Message) -> ChatLine:
+    role = "person" if message.role == Message.Role.USER else "agent"
+    return ChatLine(role, message.content, message.created_at, message.pk)
+
+
+def _apply(
+    op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor, *, read: list[Message]
+) -> None:
     team, person = conversation.team, conversation.person
+    if isinstance(op, ForgetOp):
+        forget(
+            team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
+        )
+        return
     if isinstance(op, RememberOp):
-        remember(
+        result = remember(
             team=team, person=person, actor=actor, key=op.key, description=op.description, content=op.content,
             kind=op.kind, bank=op.bank, category=op.category, source=Note.Source.CURATOR,
             expires_at=timezone.now() + timedelta(hours=op.expires_in_hours) if op.expires_in_hours else None,
         )  # fmt: skip
-    elif isinstance(op, AppendDailyOp):
-        append_daily(team=team, person=person, actor=actor, text=op.text)
     else:
-        forget(
-            team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
-        )
+        result = append_daily(team=team, person=person, actor=actor, text=op.text)
+    if result.note is not None:
+        what = f"{op.op} in conversation {conversation.pk}"
+        record_note_sources(note=result.note, message_ids=cited_messages(cited=op.sources, read=read, what=what))
 
 
 # --- consolidation ----------------------------------------------------------------------------
@@ -238,6 +304,7 @@ def consolidate_bank(*, bank_id: int, task_id: str = "", provider: LLMProvider |
             verdict = f"plan rejected whole ({exc.message})"
         else:
             for merge in plan.merges:
+                carry_note_sources(keep=current[merge.keep], absorb=[current[k] for k in merge.absorb])
                 merge_notes(
                     keep=current[merge.keep], absorb=[current[k] for k in merge.absorb], actor=actor,
                     content=merge.content, description=merge.description, reason="consolidation",
@@ -262,6 +329,24 @@ def consolidate_bank(*, bank_id: int, task_id: str = "", provider: LLMProvider |
 
 
 # --- catching up ------------------------------------------------------------------------------
+
+
+def stale_summaries() -> list[int]:
+    """Conversations whose summary an erasure cleared and no rebuild has replaced since."""
+    cutoff = timezone.now() - STALE_AFTER
+    return list(
+        Conversation.objects.filter(summary_stale=True, summary_updated_at__lt=cutoff).values_list("pk", flat=True)[
+            :500
+        ]
+    )
+
+
+@transaction.atomic
+def claim_stale_summaries() -> list[int]:
+    """Ask again for the rebuilds of stale summaries, marking them asked now (the clock restarts)."""
+    conversation_ids = stale_summaries()
+    mark_summary_rebuilds_asked(conversation_ids=conversation_ids, asked_at=timezone.now())
+    return conversation_ids
 
 
 def stale_jobs() -> tuple[list[int], list[int]]:

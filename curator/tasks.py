@@ -20,6 +20,14 @@ def consolidate_bank(self: Task[[int], str], bank_id: int) -> str:
     return services.consolidate_bank(bank_id=bank_id, task_id=self.request.id or "")
 
 
+@shared_task(
+    bind=True, ignore_result=True, acks_late=True, autoretry_for=(ProviderError,),
+    retry_backoff=30, retry_backoff_max=1800, retry_jitter=True, max_retries=6,
+)  # fmt: skip
+def rebuild_summary(self: Task[[int], str], conversation_id: int) -> str:
+    return services.rebuild_summary(conversation_id=conversation_id, task_id=self.request.id or "")
+
+
 @shared_task(ignore_result=True)
 def catch_up() -> str:
     """Enqueue curation and consolidation jobs that were due but never ran (broker down, worker lost)."""
@@ -28,4 +36,10 @@ def catch_up() -> str:
         curate_conversation.delay(conversation_id)
     for bank_id in banks:
         consolidate_bank.delay(bank_id)
-    return f"re-enqueued {len(conversations)} curation(s) and {len(banks)} consolidation(s)"
+    summaries = services.claim_stale_summaries()
+    for conversation_id in summaries:
+        rebuild_summary.delay(conversation_id)
+    return (
+        f"re-enqueued {len(conversations)} curation(s), {len(banks)} consolidation(s) "
+        f"and {len(summaries)} summary rebuild(s)"
+    )

@@ -39,3 +39,9 @@ class EditMismatch(DomainError):
     """find_replace was given text the note does not contain: well-formed input the note refuses."""
 
     code = "no_match"
+
+
+class UnknownSource(DomainError):
+    """A write named a message or turn as its source that is not the calling agent's with this person."""
+
+    code = "unknown_source"

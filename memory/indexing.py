@@ -83,6 +83,9 @@ class IndexedModel:
     # field), so that a vector of text since edited is known stale. Without it a vector is
     # current as long as its model and width are: for rows whose text never changes.
     hashes_text: bool = False
+    # Rows never embedded (an erased message): stale() leaves them out, so neither a task nor
+    # the reconciler gives them a vector.
+    skip: models.Q | None = None
 
     # --- the text --------------------------------------------------------------------------
 
@@ -107,6 +110,8 @@ class IndexedModel:
         model or width, or one of text since changed."""
         embedder = embedder or get_embedder()
         rows = self.model._default_manager.all() if rows is None else rows
+        if self.skip is not None:
+            rows = rows.exclude(self.skip)
         if embedder is None:
             return rows.none()
         current = self.vector_model._default_manager.filter(

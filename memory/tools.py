@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
+from config.exceptions import DomainError
 from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
-from memory import queries, services
+from memory import provenance, queries, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
@@ -68,7 +70,22 @@ class ToolArgs(BaseModel):
         return queries.TurnContext(refs=self.context.refs, tags=self.context.tags)
 
 
-class RememberArgs(ToolArgs):
+class SourcedArgs(ToolArgs):
+    """A write that may say where it came from (the lens shows it; erasing the note erases them)."""
+
+    source_messages: list[Annotated[int, Field(ge=1, le=INT64_MAX)]] | None = Field(
+        default=None,
+        max_length=50,
+        description="Ids of your messages with this person the note was learned from (as recent_messages "
+        "and search_conversation return them).",
+    )
+    turn: int | None = Field(default=None, ge=1, le=INT64_MAX, description="The turn this note is written during.")
+
+    def source_request(self, ctx: ToolContext, person: Person) -> provenance.SourceRequest:
+        return provenance.SourceRequest(ctx.team, ctx.agent, person, list(self.source_messages or []), self.turn)
+
+
+class RememberArgs(SourcedArgs):
     key: Identifier = Field(
         description="A short slug naming the fact; remembering an existing key replaces it.",
         json_schema_extra=_cap(KEY_MAX),
@@ -108,7 +125,7 @@ class ForgetMemoryArgs(ToolArgs):
     reason: Line | None = Field(default=None, max_length=500)
 
 
-class RememberAboutUserArgs(ToolArgs):
+class RememberAboutUserArgs(SourcedArgs):
     observation: Text = Field(
         description="One observation to append to the category's note.", json_schema_extra=_cap(CONTENT_MAX)
     )
@@ -128,7 +145,7 @@ class RememberAboutProjectArgs(RememberAboutUserArgs):
     )
 
 
-class EditNoteArgs(ToolArgs):
+class EditNoteArgs(SourcedArgs):
     id: int = Field(ge=1, le=INT64_MAX, description="The note's id, as returned by the remember tools.")
     mode: Literal["find_replace", "replace"]
     find: Text | None = Field(
@@ -237,10 +254,40 @@ def _write_out(result: services.WriteResult, note_id: int | None = None) -> dict
     ).model_dump()
 
 
+def _sourced(
+    ctx: ToolContext, args: SourcedArgs, person: Person, operation: str, write: Callable[[], services.WriteResult]
+) -> services.WriteResult:
+    """Run a write and record the sources it names in the same transaction. A source that is not the
+    caller's is refused before the write, and logged like any refused write."""
+    try:
+        record = provenance.resolve_sources(args.source_request(ctx, person))
+    except DomainError as exc:
+        services.record_refused_call(
+            team=ctx.team, actor=ctx.actor, operation=operation, arguments=args.model_dump(mode="json"),
+            message=exc.message, field=exc.field,
+        )  # fmt: skip
+        raise
+    if record is None:
+        return write()
+    refused: DomainError | None = None
+    with transaction.atomic():
+        try:
+            result = write()
+        except DomainError as exc:  # the write path logged the refusal: that row must commit
+            refused = exc
+        else:
+            if result.note is not None:
+                record(result.note)
+    if refused is not None:
+        raise refused
+    return result
+
+
 def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
-    result = services.remember(
+    person = _person(ctx, args)
+    result = _sourced(ctx, args, person, "remember", lambda: services.remember(
         team=ctx.team,
-        person=_person(ctx, args),
+        person=person,
         actor=ctx.actor,
         key=args.key,
         description=args.description,
@@ -252,7 +299,7 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
         scope_refs=args.scope_refs,
         semantics=args.semantics,
         expires_at=args.expires_at,
-    )
+    ))  # fmt: skip
     return _write_out(result)
 
 
@@ -301,29 +348,31 @@ def run_forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> dict[str, Any
 
 
 def run_remember_about_user(ctx: ToolContext, args: RememberAboutUserArgs) -> dict[str, Any]:
-    result = services.append_observation(
+    person = _person(ctx, args)
+    result = _sourced(ctx, args, person, "remember_about_user", lambda: services.append_observation(
         team=ctx.team,
-        person=_person(ctx, args),
+        person=person,
         actor=ctx.actor,
         category=args.category,
         observation=args.observation,
         summary=args.summary,
         bank=Bank.Kind.GLOBAL,
-    )
+    ))  # fmt: skip
     return _write_out(result)
 
 
 def run_remember_about_project(ctx: ToolContext, args: RememberAboutProjectArgs) -> dict[str, Any]:
-    result = services.append_observation(
+    person = _person(ctx, args)
+    result = _sourced(ctx, args, person, "remember_about_project", lambda: services.append_observation(
         team=ctx.team,
-        person=_person(ctx, args),
+        person=person,
         actor=ctx.actor,
         category=args.category,
         observation=args.observation,
         summary=args.summary,
         bank=Bank.Kind.SHARED,
         scope=f"project:{args.project}",
-    )
+    ))  # fmt: skip
     return _write_out(result)
 
 
@@ -346,7 +395,9 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
 def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
     person = _person(ctx, args)
     note = reachable_note(ctx, person, validate_scope(args.scope), args.id)
-    result = services.edit_note(note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content)
+    result = _sourced(ctx, args, person, "edit_note", lambda: services.edit_note(
+        note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content
+    ))  # fmt: skip
     return _write_out(result)
 
 

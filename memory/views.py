@@ -33,8 +33,9 @@ from memory import plain
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
+from memory.provenance import erase_note_and_sources, origins_of, source_count
 from memory.queries import Digest, Hit, build_digest, recall_for_owner
-from memory.services import Actor, edit_note, erase_note, mute_category, record_refused_call, unmute_category
+from memory.services import Actor, edit_note, mute_category, record_refused_call, unmute_category
 from memory.text import word_diff
 
 REMOVALS_SHOWN = 50  # removals and refusals listed per person, newest first
@@ -373,8 +374,13 @@ def _edit_form(note: Note) -> NoteEditForm:
 def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
     note = _visible_note(request, note_id)
     if _may_change(request, note):
-        context = {"note": note, "form": _edit_form(note), "revisions": revision_entries(note)}
-    else:
+        context = {
+            "note": note,
+            "form": _edit_form(note),
+            "revisions": revision_entries(note),
+            "origins": origins_of(note),
+        }
+    else:  # a shared note's sources are other people's messages
         context = {
             "note": note,
             "read_only": READ_ONLY_SHARED.format(scope=note.bank.scope),
@@ -440,16 +446,18 @@ def note_edit(request: LensRequest, note_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def note_delete(request: LensRequest, note_id: int) -> HttpResponse:
-    """GET asks for confirmation; POST erases the note through the write path: the note, its vector
-    and the content of its revisions go; the log keeps who did what, and when."""
+    """GET asks for confirmation, saying how many messages the note was learned from; POST erases the
+    note through the write path (the note, its vector and the content of its revisions go; the log
+    keeps who did what, and when) and the messages it was learned from."""
     note = _note_to_change(request, note_id)
     if request.method == "GET":
-        return render(request, "memory/note_confirm_delete.html", {"note": note})
+        return render(request, "memory/note_confirm_delete.html", {"note": note, "source_count": source_count(note)})
     try:
-        erase_note(note=note, actor=owner_actor(request))
+        erased = erase_note_and_sources(note=note, actor=owner_actor(request))
     except NoteNotFound as exc:  # deleted meanwhile, by another tab or an agent
         raise Http404(exc.message) from exc
-    messages.success(request, f"Deleted {note.identity}. The log keeps that it was deleted, not what it said.")
+    also = f" and the {erased} message{'s' if erased != 1 else ''} it was learned from" if erased else ""
+    messages.success(request, f"Deleted {note.identity}{also}. The log keeps that it was deleted, not what it said.")
     if request.htmx:
         return HttpResponseClientRedirect(reverse("lens"))
     return redirect("lens")

@@ -55,7 +55,7 @@ def test_conversation_and_message_endpoints(tenant):
     assert tenant.client.get("/api/v1/conversations", {"person": "ada"}).json()["count"] == 1
 
 
-def test_deleting_a_message_removes_it_from_search_and_marks_the_summary(tenant):
+def test_deleting_a_message_erases_it_from_search_and_clears_the_summary(tenant):
     from conversations.services import update_summary
 
     conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
@@ -68,7 +68,12 @@ def test_deleting_a_message_removes_it_from_search_and_marks_the_summary(tenant)
     assert tenant.client.post("/api/v1/tools/search_conversation", search, format="json").json()["results"]
     assert tenant.client.delete(f"{url}/{message_id}").status_code == 204
     assert tenant.client.post("/api/v1/tools/search_conversation", search, format="json").json()["results"] == []
-    assert Conversation.objects.get().summary_stale is True
+    conversation = Conversation.objects.get()
+    assert (conversation.summary, conversation.summary_stale) == ("", True)
+    listed = tenant.client.get(url).json()["results"]
+    assert [(m["order"], m["role"], m["content"], m["erased_at"] is not None) for m in listed] == [
+        (1, "user", "", True)
+    ]
 
 
 def test_search_conversation_ranks_messages_matching_any_meaningful_word(tenant):

@@ -10,7 +10,7 @@ import pytest
 
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector
-from conversations.services import delete_conversation, delete_message, record_message
+from conversations.services import delete_conversation, erase_message, record_message
 from memory.embedders import HashingEmbedder
 from tests.concurrency import (
     Background,
@@ -31,12 +31,12 @@ def message(conversation) -> Message:
 
 
 def test_a_message_deleted_while_it_is_embedded_gets_no_vector_and_nothing_raises(message):
-    embedder = MidEmbed(lambda: on_other_connection(lambda: delete_message(message=Message.objects.get(pk=message.pk))))
+    embedder = MidEmbed(lambda: on_other_connection(lambda: erase_message(message=Message.objects.get(pk=message.pk))))
 
     assert MESSAGES.index([message.pk], embedder) == 0
 
     assert embedder.during is None
-    assert not Message.objects.filter(pk=message.pk).exists()
+    assert Message.objects.get(pk=message.pk).is_erased
     assert not MessageVector.objects.exists()
 
 
@@ -44,24 +44,24 @@ def test_a_delete_still_in_progress_when_the_vector_is_stored_wins_and_nothing_r
     committed = []
 
     def delete_and_hold_until_the_task_waits() -> None:
-        deleting = OpenTransaction(lambda: delete_message(message=Message.objects.get(pk=message.pk)))
+        deleting = OpenTransaction(lambda: erase_message(message=Message.objects.get(pk=message.pk)))
         committed.append(commit_once_blocked(deleting))
 
     assert MESSAGES.index([message.pk], MidEmbed(delete_and_hold_until_the_task_waits)) == 0
 
     committed[0].result()
-    assert not Message.objects.filter(pk=message.pk).exists()
+    assert Message.objects.get(pk=message.pk).is_erased
     assert not MessageVector.objects.exists()
 
 
-@pytest.mark.parametrize("path", ["delete_message", "delete_conversation"])
+@pytest.mark.parametrize("path", ["erase_message", "delete_conversation"])
 def test_a_delete_that_meets_an_index_write_in_progress_waits_and_takes_the_vector_with_it(message, path):
     embedder = HashingEmbedder()
     vector = embedder.embed([message.content])[0]
     storing = OpenTransaction(lambda: MESSAGES.store_if_current(message, vector=vector, embedder=embedder))
 
-    if path == "delete_message":
-        delete = Background(lambda: delete_message(message=Message.objects.get(pk=message.pk)))
+    if path == "erase_message":
+        delete = Background(lambda: erase_message(message=Message.objects.get(pk=message.pk)))
     else:
         delete = Background(
             lambda: delete_conversation(conversation=Conversation.objects.get(pk=message.conversation_id))
@@ -70,7 +70,10 @@ def test_a_delete_that_meets_an_index_write_in_progress_waits_and_takes_the_vect
     assert storing.commit() is True
     delete.result()
 
-    assert not Message.objects.filter(pk=message.pk).exists()
+    if path == "erase_message":
+        assert Message.objects.get(pk=message.pk).is_erased
+    else:
+        assert not Message.objects.filter(pk=message.pk).exists()
     assert not MessageVector.objects.exists()
 
 

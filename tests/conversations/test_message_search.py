@@ -9,7 +9,7 @@ import pytest
 from conversations.indexing import MESSAGES
 from conversations.models import MessageVector
 from conversations.queries import rank_messages, search_messages
-from conversations.services import delete_message, record_message, start_conversation
+from conversations.services import erase_message, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import AgentFactory, PersonFactory, chat
 from tests.memory.embedding_server import Behaviour, embedding_settings
@@ -55,7 +55,7 @@ def test_a_deleted_message_takes_its_vector_and_leaves_every_search(tenant, pers
     assert MessageVector.objects.filter(message=doomed).exists()
     assert texts(search_messages(agent=tenant.agent, person=person, query="passport number K1234"))
     doomed_id = doomed.pk
-    delete_message(message=doomed)
+    erase_message(message=doomed)
     assert not MessageVector.objects.filter(message_id=doomed_id).exists()
     assert search_messages(agent=tenant.agent, person=person, query="passport number K1234") == []
     assert MESSAGES.index([doomed_id]) == 0  # a late task for a deleted message writes nothing

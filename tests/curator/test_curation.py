@@ -302,7 +302,7 @@ def test_with_the_broker_down_turns_still_work_and_the_catch_up_enqueues_later(
     Conversation.objects.update(curation_requested_at=timezone.now() - timedelta(minutes=11))
     assert stale_jobs() == ([conversation.pk], [])
     delay = mocker.patch("curator.tasks.curate_conversation.delay")
-    assert catch_up() == "re-enqueued 1 curation(s) and 0 consolidation(s)"
+    assert catch_up() == "re-enqueued 1 curation(s), 0 consolidation(s) and 0 summary rebuild(s)"
     delay.assert_called_once_with(conversation.pk)
     assert stale_jobs() == ([], [])
 

@@ -308,6 +308,15 @@ SURFACES: list[Surface] = [
             text=Loc("form", "content"), number=Loc("path", "note")),
     Surface("lens delete", "POST", "m/<int:note_id>/delete", "/m/{note}/delete", html=True,
             number=Loc("path", "note")),
+    # A page number that is not one is the first page, one past the end the last (Paginator.get_page).
+    Surface("lens conversations", "GET", "lens/conversations/", "/lens/conversations/", html=True,
+            number=Loc("query", "page"), expect=dict.fromkeys(NUMBER_KINDS, (200, 400))),
+    Surface("lens conversation", "GET", "lens/conversations/<int:conversation_id>", "/lens/conversations/{conversation}",
+            html=True, number=Loc("path", "conversation")),
+    Surface("lens conversation delete", "POST", "lens/conversations/<int:conversation_id>/delete",
+            "/lens/conversations/{conversation}/delete", html=True, number=Loc("path", "conversation")),
+    Surface("lens message delete", "POST", "lens/conversations/<int:conversation_id>/messages/<int:message_id>/delete",
+            "/lens/conversations/{conversation}/messages/{message}/delete", html=True, number=Loc("path", "message")),
     *[
         Surface(f"lens {action}", "POST", f"lens/{action}", f"/lens/{action}", html=True,
                 body=lambda w: {"person": w.person.pk, "agent": w.tenant.agent.pk, "category": "home"},

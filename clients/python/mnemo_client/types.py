@@ -33,7 +33,12 @@ class ToolArgs(TypedDict, total=False):
     context: Context
 
 
-class RememberArgs(ToolArgs, total=False):
+class SourcedArgs(ToolArgs, total=False):
+    source_messages: list[int]  # ids of your messages with this person the note was learned from
+    turn: int  # the turn the note is written during
+
+
+class RememberArgs(SourcedArgs, total=False):
     key: Required[str]  # normalised to a slug: "Home City" and home_city are both home-city
     description: Required[str]
     content: Required[str]
@@ -55,7 +60,7 @@ class ForgetMemoryArgs(ToolArgs, total=False):
     reason: str
 
 
-class RememberAboutUserArgs(ToolArgs, total=False):
+class RememberAboutUserArgs(SourcedArgs, total=False):
     observation: Required[str]
     category: Required[str]
     summary: str
@@ -65,7 +70,7 @@ class RememberAboutProjectArgs(RememberAboutUserArgs, total=False):
     project: Required[str]
 
 
-class EditNoteArgs(ToolArgs, total=False):
+class EditNoteArgs(SourcedArgs, total=False):
     id: Required[int]
     mode: Required[Literal["find_replace", "replace"]]
     content: Required[str]
@@ -261,6 +266,7 @@ class Message(TypedDict):
     order: int
     created_at: str
     external_id: str
+    erased_at: str | None  # set when the message was erased: content is then ""
 
 
 class Note(TypedDict):
