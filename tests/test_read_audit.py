@@ -4,6 +4,7 @@ erasure and retention remove them."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +19,8 @@ from memory.services.reads import delete_old_reads, flush_reads, pending_reads, 
 from memory.tasks import delete_old_reads as delete_old_reads_task
 from tests.canary import find_text
 from tests.factories import AgentFactory, PersonFactory, chat, note_fields, written
-from tests.fixtures import make_tenant
+from tests.fixtures import WORKER_DEADLINE, make_tenant, run_async
+from tests.test_mcp import http_session, structured
 
 # Words that only the notes and messages hold: the audit must never copy them.
 NOTE_SECRET = "quokkanote"
@@ -266,3 +268,43 @@ def test_retention_runs_on_the_beat_schedule():
     from config.celery import app
 
     assert {"task": "memory.tasks.delete_old_reads", "schedule": 3600.0} in app.conf.beat_schedule.values()
+
+
+# --- over MCP (the live ASGI server) ----------------------------------------------------------
+
+
+def wait_for_reads(team, count: int) -> list[Read]:
+    """The team's reads once `count` are written (the server writes them after sending the result)."""
+    deadline = time.monotonic() + WORKER_DEADLINE
+    while len(found := list(Read.objects.filter(team=team).order_by("id"))) < count:
+        assert time.monotonic() < deadline, f"{len(found)} of {count} reads written within {WORKER_DEADLINE:.0f}s"
+        time.sleep(0.05)
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_read_tool_over_mcp_leaves_one_read_of_ids_and_no_content(web_server, tenant, person, memories, talk):
+    bodies: dict[str, dict[str, Any]] = {}
+
+    async def scenario() -> None:
+        async with http_session(web_server, tenant.key.plaintext) as session:
+            for tool, arguments in READ_CALLS.items():
+                result = await session.call_tool(tool, arguments)
+                assert not result.isError, result.content
+                bodies[tool] = structured(result)
+            refused = await session.call_tool("search", {"person": "ada"})
+            assert refused.isError
+
+    run_async(scenario)
+    reads = wait_for_reads(tenant.team, len(READ_CALLS))
+    assert [read.tool for read in reads] == list(READ_CALLS)  # one each, none for the refused call
+    for read in reads:
+        notes, messages, conversations = returned_ids(read.tool, bodies[read.tool])
+        assert notes or messages, f"{read.tool} found nothing to audit"
+        assert (read.agent_id, read.person_id, read.query) == (
+            tenant.agent.pk, person.pk, READ_CALLS[read.tool].get("query", "")
+        )  # fmt: skip
+        assert (read.notes, read.messages, read.conversations) == (notes, messages, conversations)
+        assert read.request_id  # the MCP call's own id
+    assert audit_tables(NOTE_SECRET) == []
+    assert audit_tables(MESSAGE_SECRET) == []
