@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.utils import timezone
@@ -308,3 +309,47 @@ def test_each_read_tool_over_mcp_leaves_one_read_of_ids_and_no_content(web_serve
         assert read.request_id  # the MCP call's own id
     assert audit_tables(NOTE_SECRET) == []
     assert audit_tables(MESSAGE_SECRET) == []
+
+
+# --- how rows are written ----------------------------------------------------------------------
+
+
+def test_a_failed_write_is_logged_with_what_was_lost_and_the_read_still_answers(tenant, person, memories, caplog):
+    from django.db import DatabaseError
+
+    with mock.patch.object(Read.objects, "bulk_create", side_effect=DatabaseError("disk full")):
+        response = tenant.client.post("/api/v1/tools/search", READ_CALLS["search"], format="json")
+    assert response.status_code == 200
+    assert response.json()["results"]
+    assert not Read.objects.exists()
+    assert pending_reads() == 0
+    assert "The retrieval audit lost 1 reads: writing them failed" in caplog.text
+
+
+def test_reads_are_written_at_once_when_too_many_wait(tenant, person, settings):
+    from memory.services import reads
+
+    with mock.patch.object(reads, "PENDING_MAX", 3):
+        for i in range(2):
+            record_read(team=tenant.team, agent=tenant.agent, person=person, tool="search", started=0.0, query=f"{i}")
+        assert pending_reads() == 2
+        assert not Read.objects.exists()
+        record_read(team=tenant.team, agent=tenant.agent, person=person, tool="search", started=0.0, query="2")
+    assert pending_reads() == 0
+    assert sorted(Read.objects.values_list("query", flat=True)) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+def test_the_reads_list_makes_as_many_queries_for_30_rows_as_for_3(admin_tenant, rows, django_assert_num_queries):
+    team = admin_tenant.team
+    for i in range(rows):
+        person = PersonFactory.create(team=team, external_id=f"person-{i}")
+        audit(team, AgentFactory.create(team=team), person, query=f"q{i}", notes=[1, 2], messages=[3])
+    assert admin_tenant.client.get("/api/v1/me").status_code == 200
+    # the key (authentication), the person named, the count, the page with agent and person (select_related)
+    with django_assert_num_queries(4):
+        page = admin_tenant.client.get("/api/v1/reads", {"person": "person-1"})
+    assert page.json()["count"] == 1
+    with django_assert_num_queries(3):
+        page = admin_tenant.client.get("/api/v1/reads")
+    assert page.json()["count"] == len(page.json()["results"]) == rows
