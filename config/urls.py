@@ -29,6 +29,7 @@ urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("memory.lens_urls")),
+    path("", include("conversations.lens_urls")),
     path("demo/", demo_views.demo_page, name="demo"),
     path("demo/say", demo_views.demo_say, name="demo-say"),
     path("demo/new", demo_views.demo_new_conversation, name="demo-new"),

@@ -353,3 +353,16 @@ def test_the_reads_list_makes_as_many_queries_for_30_rows_as_for_3(admin_tenant,
     with django_assert_num_queries(3):
         page = admin_tenant.client.get("/api/v1/reads")
     assert page.json()["count"] == len(page.json()["results"]) == rows
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_about_someone_deleted_before_it_was_written_costs_only_itself(caplog):
+    tenant = make_tenant()
+    ada, bob = (PersonFactory.create(team=tenant.team, external_id=name) for name in ("ada", "bob"))
+    for person, query in ((ada, "kept"), (bob, "orphan"), (ada, "kept too")):
+        record_read(team=tenant.team, agent=tenant.agent, person=person, tool="search", started=0.0, query=query)
+    bob.delete()  # as another process might, between the read and its write
+
+    assert flush_reads() == 2
+    assert sorted(Read.objects.values_list("query", flat=True)) == ["kept", "kept too"]
+    assert "The retrieval audit lost 1 reads: their team, agent or person was deleted" in caplog.text

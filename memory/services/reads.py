@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -113,8 +113,8 @@ def _conversations_of(row: Read, conversations: ConversationIds) -> list[int]:
 def flush_reads(**_signal: Any) -> int:
     """Write every pending read of this process, in one insert. Returns how many were written.
 
-    Also a `request_finished` receiver (hence the keyword arguments). Never raises: a failure is
-    logged with the number of reads lost.
+    Also a `request_finished` receiver (hence the keyword arguments). Never raises: a read that
+    cannot be written is logged, with how many were lost.
     """
     with _flush_lock:
         with _pending_lock:
@@ -130,10 +130,41 @@ def flush_reads(**_signal: Any) -> int:
                 rows.append(row)
             with transaction.atomic():
                 Read.objects.bulk_create(rows)
+        except IntegrityError:
+            # A row names what is gone since its read (a person erased, an agent deleted, in another
+            # process): the others are written one by one, and only the orphans are lost.
+            return _write_one_by_one(rows)
         except DatabaseError:
             logger.exception("The retrieval audit lost %d reads: writing them failed", len(batch))
             return 0
         return len(rows)
+
+
+def _write_one_by_one(rows: list[Read]) -> int:
+    written = 0
+    for row in rows:
+        row.pk, row._state.adding = None, True
+        try:
+            with transaction.atomic():
+                row.save(force_insert=True)
+        except IntegrityError:
+            continue
+        written += 1
+    if written < len(rows):
+        logger.warning(
+            "The retrieval audit lost %d reads: their team, agent or person was deleted before they were written",
+            len(rows) - written,
+        )
+    return written
+
+
+def discard_pending_reads() -> int:
+    """Drop the reads this process has not written yet. For tests: a test whose transaction rolls
+    back must not leave reads for the next test to write (their people no longer exist)."""
+    with _pending_lock:
+        dropped = len(_pending)
+        _pending.clear()
+    return dropped
 
 
 def _scrub_pending(matches: Callable[[Read], bool], action: Callable[[Read], bool]) -> None:

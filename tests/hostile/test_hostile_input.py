@@ -305,6 +305,8 @@ SURFACES: list[Surface] = [
     # --- the lens (HTML, forms) ---
     Surface("lens search", "GET", "lens/", "/lens/", text=Loc("query", "q"), html=True),
     Surface("lens reads", "GET", "lens/reads/", "/lens/reads/", number=Loc("query", "agent"), html=True),
+    Surface("lens conversation", "GET", "lens/conversations/<int:conversation_id>", "/lens/conversations/{conversation}",
+            number=Loc("path", "conversation"), html=True),
     Surface("lens note", "GET", "m/<int:note_id>", "/m/{note}", number=Loc("path", "note"), html=True),
     Surface("lens edit", "POST", "m/<int:note_id>/edit", "/m/{note}/edit", html=True, writes_notes=True,
             body=body(description="Where Ada lives", content="Ada lives in Bergen."),

@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from accounts.models import Membership
+from conversations.services import start_conversation
 from memory.models import Read
 from memory.services.reads import flush_reads, record_read
-from tests.factories import AgentFactory, PersonFactory, note_fields, written
+from tests.factories import AgentFactory, PersonFactory, chat, note_fields, written
 from tests.fixtures import PASSWORD, make_tenant
 
 pytestmark = pytest.mark.django_db
@@ -31,25 +32,22 @@ def reads(tenant, person, actor):
     home = written(remember(team=tenant.team, person=person, actor=actor, **note_fields(key="home-city")))
     coach = AgentFactory.create(team=tenant.team, name="Coach")
     bob = PersonFactory.create(team=tenant.team, external_id="bob")
+    talk = start_conversation(team=tenant.team, agent=coach, person=person)
+    said = chat(talk, [("I moved to Oslo", "Welcome")])
     audit(tenant.team, tenant.agent, person, query="where does ada live", notes=[home.pk, 999_999])
     audit(
-        tenant.team,
-        coach,
-        person,
-        "search_conversation",
-        query="what did ada say",
-        messages=[5, 6],
-        conversations=[41, 41],
-    )
+        tenant.team, coach, person, "search_conversation", query="what did ada say",
+        messages=[m.pk for m in said], conversations=[talk.pk, talk.pk],
+    )  # fmt: skip
     audit(tenant.team, coach, person, Read.TURN, notes=[home.pk])
     audit(tenant.team, tenant.agent, bob, query="about bob")
     other = make_tenant()
     audit(other.team, other.agent, PersonFactory.create(team=other.team, external_id="ada"), query="other team")
-    return home, coach
+    return home, coach, talk
 
 
 def test_a_person_sees_the_reads_about_them_newest_first_with_links_to_their_notes(lens_client, reads):
-    home, _ = reads
+    home, _, talk = reads
     page = lens_client.get(URL)
     assert page.status_code == 200
     html = page.content.decode()
@@ -63,11 +61,15 @@ def test_a_person_sees_the_reads_about_them_newest_first_with_links_to_their_not
     assert "other team" not in html
     assert f'href="{reverse("lens-note", args=[home.pk])}"' in html
     assert "1 not shown" in html  # the note 999999 is not hers to see (or gone)
-    assert "conversation 41 (2)" in html
+    conversation_url = reverse("lens-conversation", args=[talk.pk])
+    assert f'<a href="{conversation_url}">conversation {talk.pk}</a> (2)' in html
+    transcript = lens_client.get(conversation_url).content.decode()
+    assert "I moved to Oslo" in transcript
+    assert "Conversation with Coach" in transcript
 
 
 def test_the_page_filters_by_agent(lens_client, reads):
-    _, coach = reads
+    _, coach, _ = reads
     html = lens_client.get(URL, {"agent": coach.pk}).content.decode()
     assert "what did ada say" in html
     assert "where does ada live" not in html
@@ -82,7 +84,7 @@ def test_a_team_admin_sees_the_whole_team_and_each_agent(client, django_user_mod
     assert "about bob" in html
     assert "where does ada live" in html
     assert "other team" not in html
-    _, coach = reads
+    _, coach, _ = reads
     only_coach = client.get(URL, {"agent": coach.pk}).content.decode()
     assert "what did ada say" in only_coach
     assert "about bob" not in only_coach
@@ -91,7 +93,7 @@ def test_a_team_admin_sees_the_whole_team_and_each_agent(client, django_user_mod
 def test_an_erased_query_says_so(lens_client, tenant, person, reads, actor):
     from memory.services import erase_note
 
-    home, _ = reads
+    home, _, _ = reads
     erase_note(note=home, actor=actor)
     html = lens_client.get(URL).content.decode()
     assert "where does ada live" not in html
@@ -100,3 +102,20 @@ def test_an_erased_query_says_so(lens_client, tenant, person, reads, actor):
 
 def test_the_page_needs_a_login(client):
     assert client.get(URL).status_code == 302
+
+
+def test_a_conversation_page_shows_only_the_logins_people(lens_client, tenant, person):
+    bob = PersonFactory.create(team=tenant.team, external_id="bob")
+    own = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(own, [("Hello from Ada", "Hi Ada")])
+    theirs = start_conversation(team=tenant.team, agent=tenant.agent, person=bob)
+    chat(theirs, [("Hello from Bob", "Hi Bob")])
+    other = make_tenant()
+    elsewhere = start_conversation(
+        team=other.team, agent=other.agent, person=PersonFactory.create(team=other.team, external_id="ada")
+    )
+    page = lens_client.get(reverse("lens-conversation", args=[own.pk]))
+    assert page.status_code == 200
+    assert "Hello from Ada" in page.content.decode()
+    assert lens_client.get(reverse("lens-conversation", args=[theirs.pk])).status_code == 404
+    assert lens_client.get(reverse("lens-conversation", args=[elsewhere.pk])).status_code == 404

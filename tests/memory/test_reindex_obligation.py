@@ -106,6 +106,7 @@ NOT_NOTE_WRITERS = {
     "record_read": "the retrieval audit only",
     "pending_reads": "the retrieval audit only (a count)",
     "flush_reads": "the retrieval audit only",
+    "discard_pending_reads": "the retrieval audit only (drops what was not written)",
     "forget_reads_of": "the retrieval audit only",
     "erase_reads_of_person": "the retrieval audit only",
     "delete_old_reads": "the retrieval audit only",
