@@ -17,6 +17,8 @@ app.conf.beat_schedule = {
     # Every five minutes: embed notes and messages (every indexed model) whose vector is missing,
     # stale or of another model.
     "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
+    # Every hour: delete the retrieval audit's reads older than READ_AUDIT_DAYS.
+    "delete-old-reads": {"task": "memory.tasks.delete_old_reads", "schedule": 3600.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
 }

@@ -15,6 +15,7 @@ pydantic, not to the SDK's JSON-schema check, so a malformed call gets the REST 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -40,6 +41,7 @@ from config.exceptions import DomainError
 from config.ratelimit import api_key_retry_after, api_key_throttled
 from config.text import MAX_JSON_DEPTH
 from memory.exceptions import InvalidArguments
+from memory.services.reads import flush_reads
 from memory.tools import REGISTRY, ToolContext
 
 logger = logging.getLogger(__name__)
@@ -108,6 +110,17 @@ def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return sync_to_async(run, thread_sensitive=True)
 
 
+_flushes: set[asyncio.Future[int]] = set()  # held until done: the loop keeps only weak references to tasks
+
+
+def _flush_reads_after_result() -> None:
+    """Write the retrieval audit's reads in the background while the result goes back, as
+    request_finished does after a REST response (memory.services.reads)."""
+    task = asyncio.ensure_future(_in_thread(flush_reads)())
+    _flushes.add(task)
+    task.add_done_callback(_flushes.discard)
+
+
 def _call_result(body: dict[str, Any], is_error: bool) -> types.CallToolResult:
     text = json.dumps(body, cls=DjangoJSONEncoder, ensure_ascii=False)
     if is_error:
@@ -142,6 +155,7 @@ def build_server(*, agent_key: str | None = None) -> Server[Any, Any]:
             request = server.request_context.request
             api_key = getattr(request, "scope", {}).get(API_KEY_SCOPE)
             body, is_error = await _in_thread(call_tool)(api_key=api_key, name=name, arguments=arguments)
+        _flush_reads_after_result()
         return _call_result(body, is_error)
 
     return server

@@ -68,7 +68,7 @@ class RequestIdMiddleware:
 
 
 # Query parameters and path values that name things are ids; everything else is held to the text rule.
-ID_PARAMETERS = frozenset({"person", "bank", "category"})
+ID_PARAMETERS = frozenset({"person", "bank", "category", "agent", "tool"})
 # URL keyword arguments, by the name the API documents them under.
 PATH_FIELDS = {"external_id": "person", "bank_id": "bank"}
 

@@ -255,6 +255,8 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", default=2, minimum=0, maximum=10)
 DEMO_ENABLED = env_bool("DEMO_ENABLED", default=False)
 DEMO_RATE = env_rate("DEMO_RATE", default="30/min")  # requests per visitor address
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
+# The retrieval audit (what agents looked up about a person) keeps each read this many days.
+READ_AUDIT_DAYS = env_int("READ_AUDIT_DAYS", default=90, minimum=1)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 

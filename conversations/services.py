@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from time import perf_counter
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +22,9 @@ from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector, Turn
+from memory.models import Read
 from memory.queries import TurnContext
+from memory.services.reads import forget_reads_of, record_read
 
 
 def start_conversation(*, team: Team, agent: Agent, person: Person, started_at: datetime | None = None) -> Conversation:
@@ -109,6 +112,7 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
     now = timezone.now()
     Message.objects.filter(team_id=team.pk, pk__in=[pk for pk, _, _ in erased]).update(content="", erased_at=now)
     MessageVector.objects.filter(team_id=team.pk, message_id__in=[pk for pk, _, _ in erased]).delete()
+    forget_reads_of(team=team, messages=[pk for pk, _, _ in erased])  # a query that found one may quote it
     lowest: dict[int, int] = {}
     for _, conversation_id, order in erased:
         lowest[conversation_id] = min(order, lowest.get(conversation_id, order))
@@ -156,6 +160,7 @@ def delete_conversation(*, conversation: Conversation) -> None:
     # so nothing can come to refer to them between collection and delete.
     _lock_rows(Conversation.objects.filter(team_id=conversation.team_id, pk=conversation.pk))
     _lock_rows(Message.objects.filter(team_id=conversation.team_id, conversation=conversation))
+    forget_reads_of(team=conversation.team, messages=list(conversation.messages.values_list("pk", flat=True)))
     conversation.delete()
 
 
@@ -327,6 +332,7 @@ def take_turn(
     with transaction.atomic():
         conversation = conversation_for(team=team, agent=agent, person=person, conversation_id=conversation_id)
         recorded = record_message(conversation=conversation, role=Message.Role.USER, content=message)
+    started = perf_counter()
     composition = compose(
         team=team, agent=agent, person=person, conversation=conversation, message=recorded,
         scope=scope, context=context, profile=profile, persona=persona,
@@ -340,7 +346,23 @@ def take_turn(
         degraded=composition.degraded,
         notes_used=composition.notes_used,
     )
+    record_turn_read(turn=turn, agent=agent, person=person, composition=composition, started=started)
     return TurnResult(turn=turn, composition=composition)
+
+
+def record_turn_read(*, turn: Turn, agent: Agent, person: Person, composition: Composition, started: float) -> None:
+    """The retrieval audit's row for a composed turn: the notes whose content it was given, the
+    passages, what was degraded. Its query is the person's message, kept by the turn's id, not copied."""
+    passages = list(composition.passages_used)
+
+    def conversations_of_passages() -> dict[int, int]:  # run when the audit is written, after the response
+        return dict(Message.objects.filter(team_id=turn.team_id, pk__in=passages).values_list("pk", "conversation_id"))
+
+    record_read(
+        team=turn.team, agent=agent, person=person, tool=Read.TURN, started=started, turn_id=turn.pk,
+        notes=composition.notes_used, messages=passages, conversations=conversations_of_passages,
+        degraded=composition.degraded,
+    )  # fmt: skip
 
 
 @transaction.atomic

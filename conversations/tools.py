@@ -5,6 +5,7 @@ Both reach only the conversations of the agent whose key calls with the person n
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -56,6 +57,7 @@ class SearchConversationOut(BaseModel):
 
 
 def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str, Any]:
+    started = perf_counter()
     person = get_or_create_person(team=ctx.team, external_id=args.person)
     conversation = None
     if args.conversation is not None:
@@ -65,6 +67,10 @@ def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str,
                 f"No conversation {args.conversation} between this agent and person.", field="conversation"
             )
     messages = recent_messages(agent=ctx.agent, person=person, conversation=conversation, limit=args.limit)
+    ctx.record_read(
+        person=person, tool="recent_messages", started=started,
+        messages=[m.pk for m in messages], conversations=[m.conversation_id for m in messages],
+    )  # fmt: skip
     return RecentMessagesOut(
         messages=[
             MessageOut(
@@ -80,8 +86,13 @@ def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str,
 
 
 def run_search_conversation(ctx: ToolContext, args: SearchConversationArgs) -> dict[str, Any]:
+    started = perf_counter()
     person = get_or_create_person(team=ctx.team, external_id=args.person)
     hits = search_messages(agent=ctx.agent, person=person, query=args.query, limit=args.limit)
+    ctx.record_read(
+        person=person, tool="search_conversation", started=started, query=args.query,
+        messages=[h.message.pk for h in hits], conversations=[h.message.conversation_id for h in hits],
+    )  # fmt: skip
     terms = set(meaningful_terms(args.query))
     return SearchConversationOut(
         results=[

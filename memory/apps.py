@@ -12,3 +12,15 @@ class MemoryConfig(AppConfig):
         # A wrong or unavailable embedder is a start-up error, never a silent fallback.
         validate_configuration()
         register(NOTES)
+
+        # The retrieval audit writes the reads a request recorded once its response is sent. Django
+        # calls receivers in the order they connected, and close_old_connections (connected by
+        # Django itself) would otherwise run first and leave the flush a connection nobody closes.
+        from django.core.signals import request_finished
+        from django.db import close_old_connections
+
+        from memory.services.reads import flush_reads
+
+        request_finished.connect(flush_reads, dispatch_uid="memory.flush_reads")
+        if request_finished.disconnect(close_old_connections):
+            request_finished.connect(close_old_connections)

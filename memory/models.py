@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Self
 
 from django.contrib.auth.models import User
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KT
@@ -346,3 +348,69 @@ class NoteVector(models.Model):
 
     def __str__(self) -> str:
         return f"{self.note_id} @ {self.model}"
+
+
+class ReadQuerySet(models.QuerySet["Read"]):
+    def for_team(self, team: Team) -> Self:
+        return self.filter(team=team)
+
+    def returning_notes(self, note_ids: list[int]) -> Self:
+        """Reads that returned (or gave a turn) any of these notes."""
+        return self.filter(notes__overlap=note_ids)
+
+    def returning_messages(self, message_ids: list[int]) -> Self:
+        """Reads that returned (or gave a turn as passages) any of these messages."""
+        return self.filter(messages__overlap=message_ids)
+
+
+class Read(models.Model):
+    """One read about a person: a read tool's call, or a composed turn (the retrieval audit).
+
+    It keeps what was asked and which notes and messages came back, in rank order (the first id
+    ranked first), never what they said: the content stays in the notes and messages, so erasing
+    them erases it here too. A turn's query is the person's message itself, so a turn keeps its
+    id (`turn_id`), not its text. See memory.services.reads for how rows are written.
+    """
+
+    TURN = "turn"  # the tool name of a composed turn
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=64, help_text="The read tool called, or turn.")
+    query = models.TextField(blank=True, help_text="The query as the agent sent it; blank for a turn.")
+    query_erased = models.BooleanField(
+        default=False, help_text="The query was blanked: it returned a note or message that was erased since."
+    )
+    turn_id = models.BigIntegerField(null=True, blank=True, help_text="The composed turn's id; it may no longer exist.")
+    notes = ArrayField(models.BigIntegerField(), default=list, blank=True, help_text="Note ids returned, best first.")
+    messages = ArrayField(
+        models.BigIntegerField(), default=list, blank=True, help_text="Message ids returned, best first."
+    )
+    conversations = ArrayField(
+        models.BigIntegerField(), default=list, blank=True, help_text="The conversation of each message, in order."
+    )
+    note_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    degraded = ArrayField(models.CharField(max_length=32), default=list, blank=True)
+    latency_ms = models.FloatField(help_text="How long the read took, in milliseconds.")
+    request_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(help_text="When the read was made (not when this row was written).")
+
+    objects = ReadQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "person", "-created_at"], name="read_team_person"),
+            models.Index(fields=["team", "agent", "-created_at"], name="read_team_agent"),
+            models.Index(fields=["team", "-created_at"], name="read_team_time"),
+            # The retention sweep deletes by age across teams.
+            models.Index(fields=["created_at"], name="read_age"),
+            # Erasing a note or message finds the reads that returned it.
+            GinIndex(fields=["notes"], name="read_notes_gin"),
+            GinIndex(fields=["messages"], name="read_messages_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} by {self.agent_id} about {self.person_id} at {self.created_at:%Y-%m-%d %H:%M}"

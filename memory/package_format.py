@@ -191,6 +191,16 @@ class MemoryPackage(MemoryPackageHeader):
     revisions: Annotated[list[dict[str, Any]] | None, SkipValidation] = Field(
         default=None, description="The person's revision log; ignored on import."
     )
+    # Optional and ignored on import, so a version 1 reader takes a package with it and one without:
+    # adding it needs no new version.
+    reads: Annotated[list[dict[str, Any]] | None, SkipValidation] = Field(
+        default=None,
+        description=(
+            "Export only: the retrieval audit's reads about the person (tool, agent, query, note and message "
+            "ids by rank, counts, time), kept READ_AUDIT_DAYS; ignored on import."
+        ),
+        json_schema_extra={"readOnly": True},
+    )
 
 
 class MemoryPackageLine(MemoryPackageNote):

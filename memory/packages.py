@@ -57,6 +57,7 @@ from memory.package_format import (
     format_error,
     is_shape_error,
 )
+from memory.read_queries import reads_for_export
 from memory.validation import validate_scope
 
 Progress = Callable[[int, int], None]  # (notes done, notes in the package)
@@ -392,7 +393,8 @@ def _banks_of(team: Team, person: Person, agent: Agent | None) -> QuerySet[Bank]
 
 
 def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> dict[str, Any]:
-    """Everything memory holds about one person: their private and global banks, notes and revisions.
+    """Everything memory holds about one person: their private and global banks, notes and
+    revisions, and the retrieval audit's reads about them (ids and queries, never content).
 
     Made for an agent (with its API key), it holds what that agent may read: the notes and
     revisions of categories the person muted for it are left out, and `withheld` names those
@@ -438,4 +440,5 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
         **withheld,
         "banks": banks,
         "revisions": [_revision_out(revision) for revision in revisions],
+        "reads": reads_for_export(team=team, person=person),
     }

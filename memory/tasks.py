@@ -1,7 +1,7 @@
 from celery import shared_task
 
 from memory.indexing import NOTES, embedding_task, indexed_models
-from memory.services import expire_notes
+from memory.services import expire_notes, reads
 
 
 @shared_task(ignore_result=True)
@@ -20,3 +20,9 @@ def embed_notes(note_ids: list[int]) -> int:
 def reconcile_index() -> str:
     """Embed whatever every indexed model (notes, messages...) is missing; each one's failure is its own."""
     return "; ".join(f"{indexed.label}s: {indexed.reconcile().summary()}" for indexed in indexed_models())
+
+
+@shared_task(ignore_result=True)
+def delete_old_reads() -> int:
+    """The retrieval audit's retention: delete reads older than READ_AUDIT_DAYS."""
+    return reads.delete_old_reads()

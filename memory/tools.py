@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from time import perf_counter
 from typing import Annotated, Any, Literal
 
 from django.db import transaction
@@ -25,6 +26,7 @@ from memory import provenance, queries, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
+from memory.services.reads import record_read
 from memory.validation import validate_scope
 
 
@@ -38,6 +40,14 @@ class ToolContext:
     @property
     def actor(self) -> services.Actor:
         return services.Actor.for_agent(self.agent, self.request_id)
+
+    def record_read(self, *, person: Person, tool: str, started: float, **found: Any) -> None:
+        """The retrieval audit's one call per read tool: what this agent asked about the person,
+        and the ids that came back (memory.services.reads)."""
+        record_read(
+            team=self.team, agent=self.agent, person=person, tool=tool, started=started,
+            request_id=self.request_id, **found,
+        )  # fmt: skip
 
 
 # --- argument models --------------------------------------------------------------------------
@@ -303,21 +313,28 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     return _write_out(result)
 
 
-def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs) -> queries.Ranked:
+def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) -> queries.Ranked:
     """recall_memories and search rank the same way; they differ in what they return of each hit."""
-    return queries.recall_memories(
+    started = perf_counter()
+    person = _person(ctx, args)
+    ranked = queries.recall_memories(
         team=ctx.team,
-        person=_person(ctx, args),
+        person=person,
         agent=ctx.agent,
         query=args.query,
         limit=args.limit,
         scope=args.scope or "",
         context=args.turn_context(),
     )
+    ctx.record_read(
+        person=person, tool=tool, started=started, query=args.query,
+        notes=[h.note.pk for h in ranked.hits], degraded=ranked.degraded,
+    )  # fmt: skip
+    return ranked
 
 
 def run_recall_memories(ctx: ToolContext, args: RecallMemoriesArgs) -> dict[str, Any]:
-    ranked = _recall(ctx, args)
+    ranked = _recall(ctx, args, "recall_memories")
     return RecallMemoriesOut(
         degraded=ranked.degraded,
         results=[
@@ -402,7 +419,7 @@ def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
 
 
 def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
-    ranked = _recall(ctx, args)
+    ranked = _recall(ctx, args, "search")
     return SearchOut(
         degraded=ranked.degraded,
         results=[
@@ -419,9 +436,11 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
 
 
 def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
+    started = perf_counter()
+    person = _person(ctx, args)
     bundle = queries.recall_bundle(
         team=ctx.team,
-        person=_person(ctx, args),
+        person=person,
         agent=ctx.agent,
         query=args.query,
         budget_chars=args.budget_chars,
@@ -430,6 +449,10 @@ def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
         scope=args.scope or "",
         context=args.turn_context(),
     )
+    ctx.record_read(
+        person=person, tool="recall", started=started, query=args.query,
+        notes=[i.note.pk for i in bundle.items], degraded=bundle.degraded,
+    )  # fmt: skip
     return RecallOut(
         items=[
             RecallItem(

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import api
+from memory import api, read_api
 from memory.tools import REGISTRY
 
 urlpatterns = [
@@ -13,4 +13,5 @@ urlpatterns = [
     path("revisions", api.RevisionListApi.as_view(), name="revisions-list"),
     path("imports", api.ImportApi.as_view(), name="imports"),
     path("exports", api.ExportApi.as_view(), name="exports"),
+    path("reads", read_api.ReadListApi.as_view(), name="reads-list"),
 ]

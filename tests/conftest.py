@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_reads_left_pending() -> Iterator[None]:
+    """The retrieval audit writes reads after a response; a test that reads without a request
+    (a service called directly) leaves them pending. Drop them, so that the next test does not
+    write reads of people its rolled-back database no longer has."""
+    from memory.services.reads import discard_pending_reads
+
+    discard_pending_reads()
+    yield
+    discard_pending_reads()
 
 
 @pytest.fixture(autouse=True)

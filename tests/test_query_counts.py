@@ -164,6 +164,10 @@ def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
         + 1  # UPDATE the conversation's counters for the curator
         + COMPOSE
         + 1  # INSERT the turn, with its costs and the notes it used
+        # After the response is sent (request_finished), the retrieval audit writes its read:
+        + 1  # the conversations of the turn's passages
+        + 2  # SAVEPOINT / RELEASE: the audit's insert is atomic
+        + 1  # INSERT the pending reads, all in one statement
     )
 
     with django_assert_num_queries(queries):

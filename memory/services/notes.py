@@ -22,6 +22,7 @@ from memory.banks import applicable_banks, bank_id_for, bank_kind_for
 from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import scope_refs_match
+from memory.services import reads
 from memory.services.capacity import _after_growth, _lock, _make_room, _remove, get_or_create_bank
 from memory.services.revisions import Actor, _log, _record_refusal
 from memory.text import normalize_key
@@ -333,6 +334,7 @@ def erase_note(*, note: Note, actor: Actor) -> None:
     note_id = note.pk
     delete_note(note=note, actor=actor, reason="erased on the person's request")
     Revision.objects.filter(team_id=note.team_id, note_id=note_id).update(before=None, after=None, erased=True)
+    reads.forget_reads_of(team=note.team, notes=[note_id])  # a query that found it may say what it said
 
 
 @transaction.atomic
@@ -342,6 +344,7 @@ def erase_person(*, team: Team, person: Person, actor: Actor) -> int:
     for note in notes:
         erase_note(note=note, actor=actor)
     Revision.objects.filter(team=team, person=person).update(before=None, after=None, erased=True)
+    reads.erase_reads_of_person(team=team, person=person)
     return len(notes)
 
 

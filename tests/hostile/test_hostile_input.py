@@ -265,6 +265,8 @@ SURFACES: list[Surface] = [
             number=Loc("body", "soft_limit")),
     Surface("revisions list", "GET", "api/v1/revisions", "/api/v1/revisions",
             text=Loc("query", "person"), ident=Loc("query", "bank"), number=Loc("query", "note")),
+    Surface("reads list", "GET", "api/v1/reads", "/api/v1/reads",
+            text=Loc("query", "tool"), ident=Loc("query", "agent")),
     Surface("imports", "POST", "api/v1/imports", "/api/v1/imports", body=package,
             text=Loc("body", "banks.0.notes.0.content", "banks[0].notes[0].content"),
             ident=Loc("body", "banks.0.person"), number=Loc("body", "version"), writes_notes=True,
@@ -302,6 +304,9 @@ SURFACES: list[Surface] = [
             body=body(content="You live in Oslo."), text=Loc("body", "content"), number=Loc("path", "turn")),
     # --- the lens (HTML, forms) ---
     Surface("lens search", "GET", "lens/", "/lens/", text=Loc("query", "q"), html=True),
+    Surface("lens reads", "GET", "lens/reads/", "/lens/reads/", number=Loc("query", "agent"), html=True),
+    Surface("lens conversation", "GET", "lens/conversations/<int:conversation_id>", "/lens/conversations/{conversation}",
+            number=Loc("path", "conversation"), html=True),
     Surface("lens note", "GET", "m/<int:note_id>", "/m/{note}", number=Loc("path", "note"), html=True),
     Surface("lens edit", "POST", "m/<int:note_id>/edit", "/m/{note}/edit", html=True, writes_notes=True,
             body=body(description="Where Ada lives", content="Ada lives in Bergen."),

@@ -103,6 +103,13 @@ NOT_NOTE_WRITERS = {
     "get_or_create_bank": "creates banks, not notes",
     "daily_key": "pure",
     "record_refused_call": "the revision log only",
+    "record_read": "the retrieval audit only",
+    "pending_reads": "the retrieval audit only (a count)",
+    "flush_reads": "the retrieval audit only",
+    "discard_pending_reads": "the retrieval audit only (drops what was not written)",
+    "forget_reads_of": "the retrieval audit only",
+    "erase_reads_of_person": "the retrieval audit only",
+    "delete_old_reads": "the retrieval audit only",
 }
 
 
