@@ -23,7 +23,7 @@ from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import scope_refs_match
 from memory.services.capacity import _after_growth, _lock, _make_room, _remove, get_or_create_bank
-from memory.services.revisions import Actor, _log, _record_refusal
+from memory.services.revisions import ERASED_REASON, Actor, _erase_note_from_log, _log, _record_refusal
 from memory.text import normalize_key
 from memory.validation import (
     check_category,
@@ -328,11 +328,14 @@ def forget(
 
 
 @transaction.atomic
-def erase_note(*, note: Note, actor: Actor) -> None:
-    """Erasure beats the log: the note and the content in its revisions go; the events stay."""
+def erase_note(*, note: Note, actor: Actor) -> int:
+    """Erasure beats the log: the note goes, and so does its content from every revision of its bank
+    and key (refused attempts included), its key wherever the bank's log names it, and the notes
+    merged into it; the events stay. Returns how many revisions were blanked."""
     note_id = note.pk
-    delete_note(note=note, actor=actor, reason="erased on the person's request")
-    Revision.objects.filter(team_id=note.team_id, note_id=note_id).update(before=None, after=None, erased=True)
+    delete_note(note=note, actor=actor, reason=ERASED_REASON)
+    event = Revision.objects.filter(team_id=note.team_id, note_id=note_id, action=Revision.Action.DELETE).latest("id")
+    return _erase_note_from_log(note=note, keep=event)
 
 
 @transaction.atomic
