@@ -97,7 +97,9 @@ def test_erasing_a_note_erases_the_notes_merged_into_it(tenant: Tenant, person: 
     absorbed = written(remember(
         team=tenant.team, person=person, actor=actor, **note_fields(key=f"moved-{canary}", content=f"Moved {canary}")
     )).pk  # fmt: skip
-    merged = merge_notes(keep=keep, absorb=[Note.objects.get(pk=absorbed)], actor=actor, content="Lives in Oslo, moved.", reason="dup")
+    merged = merge_notes(
+        keep=keep, absorb=[Note.objects.get(pk=absorbed)], actor=actor, content="Lives in Oslo, moved.", reason="dup"
+    )
     other = written(remember(team=tenant.team, person=person, actor=actor, **note_fields(key="pet", content="Cat")))
 
     erase_note(note=merged, actor=actor)
