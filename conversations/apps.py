@@ -9,6 +9,9 @@ class ConversationsConfig(AppConfig):
         # Registers recent_messages and search_conversation beside the memory tools.
         from conversations import tools  # noqa: F401
         from conversations.indexing import MESSAGES
+        from conversations.person_data import CONVERSATIONS
+        from memory import person_data
         from memory.indexing import register
 
         register(MESSAGES)  # the vector index (memory.indexing) embeds messages too
+        person_data.register(CONVERSATIONS)  # whole-person export, import and erasure include conversations

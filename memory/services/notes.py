@@ -134,7 +134,7 @@ def remember(
             raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
         if expires_at is not None and expires_at <= timezone.now():
             raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
-        return _upsert(target, actor, fields, source)
+        return _upsert(target, actor, fields, source, subject=person)
 
     return _write_to_bank(
         team=team, person=person, actor=actor, scope=scope, which=bank,
@@ -142,7 +142,9 @@ def remember(
     )  # fmt: skip
 
 
-def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> WriteResult:
+def _upsert(
+    bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None
+) -> WriteResult:
     now = timezone.now()
     existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).first()
     if existing is not None:
@@ -161,7 +163,15 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
         existing.updated_at = now
         existing.save()
         indexing.schedule(existing.pk)
-        _log(bank, actor, Revision.Action.UPDATE, note=existing, before=before, after=existing.snapshot())
+        _log(
+            bank,
+            actor,
+            Revision.Action.UPDATE,
+            note=existing,
+            before=before,
+            after=existing.snapshot(),
+            subject=subject,
+        )
         return WriteResult(existing, "updated", bank, existing.key)
 
     evicted = _make_room(bank, actor, fields, now)
@@ -169,7 +179,7 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
         team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
     )
     indexing.schedule(note.pk)
-    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot())
+    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot(), subject=subject)
     _after_growth(bank)
     return WriteResult(note, "created", bank, note.key, evicted)
 
@@ -218,6 +228,7 @@ def append_observation(
                     "expires_at": None,
                 },
                 source,
+                subject=person,
             )
             return result
         if text in existing.content.splitlines():
@@ -239,7 +250,10 @@ def append_observation(
         existing.updated_at = timezone.now()
         existing.save()
         indexing.schedule(existing.pk)
-        _log(locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot())
+        _log(
+            locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot(),
+            subject=person,
+        )  # fmt: skip
         return WriteResult(existing, "appended", locked, existing.key)
 
     return _write_to_bank(
@@ -336,16 +350,6 @@ def erase_note(*, note: Note, actor: Actor) -> int:
     delete_note(note=note, actor=actor, reason=ERASED_REASON)
     event = Revision.objects.filter(team_id=note.team_id, note_id=note_id, action=Revision.Action.DELETE).latest("id")
     return _erase_note_from_log(note=note, keep=event)
-
-
-@transaction.atomic
-def erase_person(*, team: Team, person: Person, actor: Actor) -> int:
-    """Erase every note in the person's own banks (private and global). Returns how many."""
-    notes = list(Note.objects.filter(team=team, bank__person=person).select_related("bank"))
-    for note in notes:
-        erase_note(note=note, actor=actor)
-    Revision.objects.filter(team=team, person=person).update(before=None, after=None, erased=True)
-    return len(notes)
 
 
 @transaction.atomic

@@ -46,12 +46,15 @@ def _log(
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
     reason: str = "",
+    subject: Person | None = None,
 ) -> Revision:
+    # A shared bank belongs to no one, so its events name the person the write was about (the
+    # subject of the call), which is how a person's export and erasure find what was said of them there.
     return Revision.objects.create(
         team_id=bank.team_id,
         bank=bank if bank.pk else None,
         bank_ref=bank.address,
-        person_id=bank.person_id,
+        person_id=bank.person_id or (subject.pk if subject is not None else None),
         note_key=note.key if note is not None else key,
         note_id=note.pk if note is not None else None,
         action=action,
