@@ -12,14 +12,16 @@ from uuid import uuid4
 
 import pytest
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
 from accounts.models import Person
+from accounts.services import issue_api_key
 from conversations.models import Conversation, Message, Turn
 from conversations.services import start_conversation, update_summary
 from memory.exceptions import TooLong
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.packages import export_person, import_package
-from memory.services import Actor, append_observation, erase_person, mute_category, remember
+from memory.services import Actor, append_observation, edit_note, erase_person, mute_category, remember
 from tests.canary import find_text
 from tests.factories import AgentFactory, PersonFactory, chat, note_fields
 from tests.fixtures import Tenant, make_tenant
@@ -235,3 +237,77 @@ def test_erase_person_command_asks_first_and_prints_counts(tenant: Tenant, capsy
     call_command("erase_person", "--team", tenant.team.slug, "--person", "bob", "--yes", "--hard")
     assert not Person.objects.filter(pk=world.bob.pk).exists()
     assert Revision.objects.filter(team=tenant.team, bank_ref__startswith=f"user:erased-person-{world.bob.pk}").exists()
+
+
+def admin_client(tenant: Tenant) -> APIClient:
+    key = issue_api_key(agent=tenant.agent, name="admin", can_admin=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")
+    return client
+
+
+def test_the_people_api_erases_with_an_admin_key_only(tenant: Tenant) -> None:
+    world = build_world(tenant, new_canary())
+    refused = tenant.client.delete("/api/v1/people/ada")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "permission_denied"
+    assert "admin-capable" in refused.json()["error"]["message"]
+    assert Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
+    admin = admin_client(tenant)
+    assert admin.delete("/api/v1/people/ada", {"hard": "maybe"}, QUERY_STRING="hard=maybe").status_code == 400
+    assert admin_client(world.other).delete("/api/v1/people/bob").status_code == 404  # another team's: not found
+
+    erased = admin.delete("/api/v1/people/ada")
+
+    assert erased.status_code == 200
+    body = erased.json()
+    assert body["person"] == "ada"
+    assert body["person_row"] == "tombstone"
+    assert body["erased"]["conversations"] == 1
+    assert body["erased"]["messages"] == 4
+    assert body["erased"]["notes"] == 4
+    assert admin.get("/api/v1/people/ada").status_code == 200  # the tombstone
+    assert {s.table for s in find_text(world.canary)} == {"memory_note", "memory_revision", "conversations_message"}
+    assert world.canary not in texts(admin.get("/api/v1/exports", {"person": "ada"}))
+
+    hard = admin.delete("/api/v1/people/bob?hard=true")
+    assert hard.json()["person_row"] == "deleted"
+    assert admin.get("/api/v1/people/bob").status_code == 404
+
+
+def test_an_admin_export_holds_every_agents_conversations_and_an_agents_export_its_own(tenant: Tenant) -> None:
+    world = build_world(tenant, new_canary())
+    other_agent = AgentFactory.create(team=tenant.team)
+    chat(start_conversation(team=tenant.team, agent=other_agent, person=world.ada), [("Hi other.", "Hello.")])
+    own = tenant.client.get("/api/v1/exports", {"person": "ada"}).json()
+    assert {c["agent"] for c in own["conversations"]} == {tenant.agent.slug}
+    everything = admin_client(tenant).get("/api/v1/exports", {"person": "ada"}).json()
+    assert {c["agent"] for c in everything["conversations"]} == {tenant.agent.slug, other_agent.slug}
+    assert "withheld" not in everything
+
+
+def test_the_notes_api_erases_with_an_admin_key_and_deletes_otherwise(tenant: Tenant) -> None:
+    world = build_world(tenant, new_canary())
+    key = f"preference-{world.canary}-pastries"
+    note = Note.objects.get(team=tenant.team, key=key)
+    with pytest.raises(TooLong):  # a refused edit of that note: its attempted text is in the log
+        edit_note(note=note, actor=world.actor, mode="replace", content=f"{world.canary}! " * 300)
+    refused = tenant.client.delete(f"/api/v1/notes/{note.pk}?erase=true")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "permission_denied"
+    assert Note.objects.filter(pk=note.pk).exists()
+
+    erased = admin_client(tenant).delete(f"/api/v1/notes/{note.pk}?erase=true")
+
+    assert erased.status_code == 200
+    assert erased.json()["action"] == "erased"
+    log = texts(tenant.client.get("/api/v1/revisions", {"bank": "user:ada"}))
+    assert key not in log
+    assert f"erased-{note.pk}" in log
+    assert not Revision.objects.filter(team=tenant.team, reason__contains=world.canary + " pastries").exists()
+    assert not Revision.objects.filter(team=tenant.team, note_key=key).exists()
+    # An ordinary delete stays a logged delete: the log keeps what the note said.
+    food = Note.objects.get(team=tenant.team, key="food", bank__person=world.ada)
+    deleted = tenant.client.delete(f"/api/v1/notes/{food.pk}")
+    assert deleted.json()["action"] == "deleted"
+    assert Revision.objects.get(note_id=food.pk, action="delete").before["content"] == f"Eats {world.canary} daily."
