@@ -11,6 +11,8 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
@@ -310,4 +312,24 @@ def test_the_notes_api_erases_with_an_admin_key_and_deletes_otherwise(tenant: Te
     food = Note.objects.get(team=tenant.team, key="food", bank__person=world.ada)
     deleted = tenant.client.delete(f"/api/v1/notes/{food.pk}")
     assert deleted.json()["action"] == "deleted"
-    assert Revision.objects.get(note_id=food.pk, action="delete").before["content"] == f"Eats {world.canary} daily."
+    logged = Revision.objects.get(note_id=food.pk, action="delete").before
+    assert logged is not None
+    assert logged["content"] == f"Eats {world.canary} daily."
+
+
+def test_the_admin_action_asks_then_erases_the_selected_people(tenant: Tenant, client: Any) -> None:
+    world = build_world(tenant, new_canary())
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "a-long-password-1"))
+    chosen = {"action": "erase_selected", ACTION_CHECKBOX_NAME: [world.ada.pk]}
+    asked = client.post("/admin/accounts/person/", chosen)
+    assert asked.status_code == 200
+    assert "Yes, erase everything about them" in asked.content.decode()
+    assert Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
+
+    done = client.post("/admin/accounts/person/", {**chosen, "confirm": "yes"}, follow=True)
+
+    assert done.status_code == 200
+    assert any("1 conversations" in str(m) for m in done.context["messages"])
+    assert not Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
+    assert Person.objects.get(pk=world.ada.pk).erased_at is not None
+    assert Note.objects.filter(team=tenant.team, bank__person=world.bob).exists()
