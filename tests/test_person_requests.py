@@ -333,3 +333,30 @@ def test_the_admin_action_asks_then_erases_the_selected_people(tenant: Tenant, c
     assert not Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
     assert Person.objects.get(pk=world.ada.pk).erased_at is not None
     assert Note.objects.filter(team=tenant.team, bank__person=world.bob).exists()
+
+
+def test_the_lens_erases_only_the_logins_own_people_after_the_typed_phrase(
+    tenant: Tenant, client: Any, django_user_model: Any
+) -> None:
+    world = build_world(tenant, new_canary())
+    ada_login = django_user_model.objects.create_user("ada-login", password="a-long-password-1")
+    Person.objects.filter(pk=world.ada.pk).update(user=ada_login)
+    bob_login = django_user_model.objects.create_user("bob-login", password="a-long-password-1")
+    Person.objects.filter(pk=world.bob.pk).update(user=bob_login)
+    url = f"/lens/people/{world.ada.pk}/erase"
+    client.force_login(bob_login)
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"confirmation": "delete everything"}).status_code == 404
+    client.force_login(ada_login)
+    assert "Delete everything about me" in client.get("/lens/").content.decode()
+    wrong = client.post(url, {"confirmation": "yes"})
+    assert wrong.status_code == 422
+    assert "nothing was deleted" in wrong.content.decode()
+    assert Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
+
+    done = client.post(url, {"confirmation": "Delete everything"})
+
+    assert done.status_code == 302
+    assert not Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
+    assert Note.objects.filter(team=tenant.team, bank__person=world.bob).exists()
+    assert world.canary not in client.get("/lens/").content.decode()
