@@ -485,10 +485,3 @@ def shared_notes_about(*, team: Team, person: Person) -> NoteQuerySet:
         team=team, person=person, action__in=CONTENT_ACTIONS, note_id__isnull=False, bank__kind=Bank.Kind.SHARED
     ).values("note_id")
     return Note.objects.filter(team=team, bank__kind=Bank.Kind.SHARED, pk__in=written_about).select_related("bank")
-
-
-def notes_about(*, team: Team, person: Person) -> NoteQuerySet:
-    """Every note held about this person: their own banks' (private and global) and what shared banks say of them."""
-    own = models.Q(bank__person=person)
-    shared = models.Q(pk__in=shared_notes_about(team=team, person=person).values("pk"))
-    return Note.objects.filter(team=team).filter(own | shared).select_related("bank")
