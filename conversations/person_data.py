@@ -5,7 +5,8 @@ Each conversation is exported with its agent, its summary and its messages in or
 informational (they hold costs and note ids, no text). Import goes through the history import
 (`services.import_conversations`, idempotent by external ids), then restores the summary of a
 conversation that has none. A conversation or message without an external id is exported with
-`mnemo-<id>`, so importing the same package again adds nothing.
+`mnemo-<id>`, so importing the same package again adds nothing. An erased message (a tombstone,
+with no content) is exported marked `erased` and is not imported.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ INFORMATIONAL = ("agent", "ended_at", "summary", "turns")
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def _message_out(message: Message) -> dict[str, Any]:
+    out = {
+        "role": message.role,
+        "content": message.content,
+        "created_at": _iso(message.created_at),
+        "external_id": message.external_id or f"mnemo-{message.pk}",
+    }
+    # Only an erased message (a tombstone) has no content: it keeps its place and role, and says so.
+    return out | {"erased": True} if not message.content else out
 
 
 def _turn_out(turn: Turn) -> dict[str, Any]:
@@ -58,15 +70,7 @@ def export_conversations(team: Team, person: Person, agent: Agent | None) -> lis
             "started_at": _iso(conversation.started_at),
             "ended_at": _iso(conversation.ended_at),
             "summary": conversation.summary,
-            "messages": [
-                {
-                    "role": message.role,
-                    "content": message.content,
-                    "created_at": _iso(message.created_at),
-                    "external_id": message.external_id or f"mnemo-{message.pk}",
-                }
-                for message in conversation.messages.all()
-            ],
+            "messages": [_message_out(message) for message in conversation.messages.all()],
             "turns": [_turn_out(turn) for turn in conversation.turns.all()],
         }
         for conversation in conversations
@@ -74,7 +78,13 @@ def export_conversations(team: Team, person: Person, agent: Agent | None) -> lis
 
 
 def _history_item(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in item.items() if name not in INFORMATIONAL}
+    """A conversation as the history import takes it: tombstones (erased messages) are not imported."""
+    history = {name: value for name, value in item.items() if name not in INFORMATIONAL}
+    if isinstance(history.get("messages"), list):
+        history["messages"] = [
+            message for message in history["messages"] if not (isinstance(message, dict) and message.get("erased"))
+        ]
+    return history
 
 
 def check_conversations(member: Any) -> None:
@@ -90,10 +100,11 @@ def check_conversations(member: Any) -> None:
             raise InvalidNote(f"{where}.agent must be the slug of one of the team's agents.", field=f"{where}.agent")
         if not isinstance(item.get("summary", ""), str | None):
             raise InvalidNote(f"{where}.summary must be a string.", field=f"{where}.summary")
-        if item.get("messages") == []:
-            continue  # a conversation that never got a message: nothing to import
+        history = _history_item(item)
+        if history.get("messages") == []:
+            continue  # a conversation that never got a message (or only erased ones): nothing to import
         try:
-            services.check_import([_history_item(item)])
+            services.check_import([history])
         except (InvalidMessage, MessageTooLong) as exc:
             message = exc.message.removeprefix("line 1: ").removesuffix(" Nothing was imported.")
             raise InvalidNote(f"{where}: {message}", field=f"{where}.{exc.field}" if exc.field else where) from exc
@@ -104,7 +115,7 @@ def load_conversations(team: Team, member: Any) -> dict[str, Any]:
     report: dict[str, Any] = {"conversations": 0, "messages": 0, "summaries": 0, "refusals": []}
     by_agent: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in member or []:
-        if item.get("messages"):
+        if _history_item(item).get("messages"):
             by_agent[item["agent"].strip()].append(item)
     for slug, items in by_agent.items():
         agent = Agent.objects.for_team(team).filter(slug=slug).first()

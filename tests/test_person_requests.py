@@ -360,3 +360,20 @@ def test_the_lens_erases_only_the_logins_own_people_after_the_typed_phrase(
     assert not Note.objects.filter(team=tenant.team, bank__person=world.ada).exists()
     assert Note.objects.filter(team=tenant.team, bank__person=world.bob).exists()
     assert world.canary not in client.get("/lens/").content.decode()
+
+
+def test_an_erased_message_in_a_package_is_not_imported_and_the_rest_is(tenant: Tenant) -> None:
+    message = {"role": "user", "content": "Hello.", "created_at": "2026-11-01T10:00:00+00:00", "external_id": "m1"}
+    tombstone = {"role": "assistant", "content": "", "created_at": "2026-11-01T10:01:00+00:00", "external_id": "m2",
+                 "erased": True}  # fmt: skip
+    package = {
+        "format": "mnemo.memory-package", "version": 2, "banks": [],
+        "conversations": [
+            {"agent": tenant.agent.slug, "person": "ada", "external_id": "c1", "messages": [message, tombstone]},
+            {"agent": tenant.agent.slug, "person": "ada", "external_id": "c2", "messages": [tombstone]},
+        ],
+    }  # fmt: skip
+    report = import_package(team=tenant.team, data=package, actor=Actor("import", "test"))
+    assert report.sections["conversations"]["messages"] == 1
+    assert list(Message.objects.filter(team=tenant.team).values_list("content", flat=True)) == ["Hello."]
+    assert Conversation.objects.filter(team=tenant.team).count() == 1
