@@ -94,6 +94,9 @@ class Person(models.Model):
         help_text="The login that may open this person's Memory lens.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    erased_at = models.DateTimeField(
+        null=True, blank=True, help_text="When everything held about this person was erased (the row is a tombstone)."
+    )
 
     objects = PersonQuerySet.as_manager()
 

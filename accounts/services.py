@@ -147,6 +147,20 @@ def register_person(*, team: Team, external_id: str, display_name: str | None = 
 
 
 @transaction.atomic
+def tombstone_person(*, person: Person) -> Person:
+    """What is left of a person whose data was erased: their id (so the erasure stays accounted for), no name."""
+    Person.objects.filter(pk=person.pk).update(display_name="", erased_at=timezone.now())
+    person.refresh_from_db(fields=["display_name", "erased_at"])
+    return person
+
+
+@transaction.atomic
+def delete_person(*, person: Person) -> None:
+    """Delete the person row (an operator's hard delete, after their data was erased)."""
+    Person.objects.filter(pk=person.pk).delete()
+
+
+@transaction.atomic
 def link_person_to_user(*, person: Person, user: User) -> Person:
     Person.objects.filter(pk=person.pk).update(user=user)
     person.refresh_from_db(fields=["user"])

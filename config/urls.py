@@ -4,18 +4,19 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from accounts.api import PersonDetailApi, PersonRegisterApi, WhoAmIApi
+from accounts.api import PersonRegisterApi, WhoAmIApi
 from accounts.forms import LockoutAdminAuthenticationForm
 from accounts.views import LoginView
 from config import views
 from config.errors import json_error_response
 from config.health import healthz
 from curator import views as demo_views
+from memory.api import PersonApi
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me", WhoAmIApi.as_view(), name="whoami"),
     path("people", PersonRegisterApi.as_view(), name="people-register"),
-    path("people/<path:external_id>", PersonDetailApi.as_view(), name="people-detail"),
+    path("people/<path:external_id>", PersonApi.as_view(), name="people-detail"),
     path("", include("memory.urls")),
     path("", include("conversations.urls")),
 ]

@@ -109,10 +109,15 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
     erased = list(rows.values_list("pk", "conversation_id", "order"))
     if not erased:
         return 0
+    said_by_person: dict[int, list[str]] = {}
+    for person_id, content in rows.values_list("conversation__person_id", "content"):
+        said_by_person.setdefault(person_id, []).append(content)
     now = timezone.now()
     Message.objects.filter(team_id=team.pk, pk__in=[pk for pk, _, _ in erased]).update(content="", erased_at=now)
     MessageVector.objects.filter(team_id=team.pk, message_id__in=[pk for pk, _, _ in erased]).delete()
     forget_reads_of(team=team, messages=[pk for pk, _, _ in erased])  # a query that found one may quote it
+    for person_id, said in said_by_person.items():  # and so may one that found nothing
+        forget_reads_of(team=team, texts=said, person_id=person_id)
     lowest: dict[int, int] = {}
     for _, conversation_id, order in erased:
         lowest[conversation_id] = min(order, lowest.get(conversation_id, order))

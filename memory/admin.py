@@ -6,13 +6,17 @@ from __future__ import annotations
 from typing import TypedDict
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import Count, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django_stubs_ext import WithAnnotations
 
+from accounts.admin import PersonAdmin
+from accounts.models import Person
 from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
-from memory.services import Actor, clear_latch, delete_note, update_bank_settings
+from memory.services import Actor, clear_latch, delete_note, erase_person, update_bank_settings
 
 
 def _admin_actor(request: HttpRequest) -> Actor:
@@ -141,3 +145,35 @@ class CategoryMuteAdmin(admin.ModelAdmin[CategoryMute]):
     list_filter = ["team", "agent"]
     search_fields = ["person__external_id", "category"]
     list_select_related = ["person", "agent", "team"]
+
+
+# People are accounts' model; erasing one is memory's service (accounts may not import memory),
+# so the erasure action is added here, to the same admin page.
+admin.site.unregister(Person)
+
+
+@admin.register(Person)
+class PersonErasureAdmin(PersonAdmin):
+    list_display = [*PersonAdmin.list_display, "erased_at"]
+    actions = ["erase_selected"]
+
+    @admin.action(description="Erase everything about the selected people (keeps a tombstone)")
+    def erase_selected(self, request: HttpRequest, queryset: QuerySet[Person]) -> TemplateResponse | None:
+        people = list(queryset.select_related("team"))
+        if request.POST.get("confirm") != "yes":
+            # Like Django's own delete: a page that says what will go, and asks once more.
+            return TemplateResponse(
+                request,
+                "admin/accounts/person/erase_confirmation.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Erase everything about these people?",
+                    "people": people,
+                    "opts": self.model._meta,
+                    "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                },
+            )
+        for person in people:
+            report = erase_person(team=person.team, person=person, actor=_admin_actor(request))
+            messages.success(request, f"{person.team.slug}/{person.external_id}: {report.summary()}")
+        return None

@@ -17,8 +17,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from accounts.api import PersonDetailApi
 from accounts.authentication import request_api_key
-from accounts.models import Person
+from accounts.models import ApiKey, Person
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
 from config.fields import IntegerField
@@ -56,6 +57,25 @@ def refuse_tool_call(ctx: ToolContext, tool: Tool, arguments: Any, exc: exceptio
     """A writing tool's call refused before the write path, logged as Tool.refuse does."""
     error = error_body_of(exc)
     tool.refuse(ctx, arguments, message=error["message"], field=error.get("field"))
+
+
+def query_flag(request: Request, name: str) -> bool:
+    """A true/false query parameter; anything else is refused, not read as false."""
+    value = request.query_params.get(name, "false").strip().lower()
+    if value not in ("true", "false", "1", "0"):
+        raise exceptions.ValidationError({name: [f"{name} must be true or false; got {value!r}."]})
+    return value in ("true", "1")
+
+
+def admin_key(request: Request, message: str) -> ApiKey:
+    key = request_api_key(request)
+    if not key.can_admin:
+        raise exceptions.PermissionDenied(message)
+    return key
+
+
+def admin_actor(request: Request, key: ApiKey) -> services.Actor:
+    return services.Actor(Revision.Actor.ADMIN, f"key:{key.prefix}", request_id(request))
 
 
 def _openai_tool(tool: Tool) -> dict[str, Any]:
@@ -207,16 +227,30 @@ class NoteDetailApi(APIView):
 
     @extend_schema(
         operation_id="notes_destroy",
+        description=(
+            "Deletes the note; the revision log keeps what it said (a logged delete). With erase=true and an "
+            "admin-capable key, erases it instead: its content leaves every revision of its bank and key, refused "
+            "attempts included, and its key is replaced there by erased-<id>; the events stay."
+        ),
+        parameters=[
+            OpenApiParameter("erase", OpenApiTypes.BOOL, description="Erase (admin-capable key only); default false."),
+        ],
         responses={
             200: inline_serializer(
             "NoteDeleted",
             {"id": serializers.IntegerField(), "bank": serializers.CharField(), "key": serializers.CharField(),
-             "action": serializers.CharField()},
+             "action": serializers.ChoiceField(choices=["deleted", "erased"])},
             ),
+            **error_responses(403),
         },
     )  # fmt: skip
     def delete(self, request: Request, note_id: int) -> Response:
         note = self._note(request, note_id)
+        if query_flag(request, "erase"):
+            key = admin_key(request, "Erasing a note needs an admin-capable API key; without erase=true it is deleted.")
+            bank, note_key = note.bank.address, note.key
+            services.erase_note(note=note, actor=admin_actor(request, key))
+            return Response({"id": note_id, "bank": bank, "key": note_key, "action": "erased"})
         result = services.delete_note(note=note, actor=tool_context(request).actor, reason="deleted through the API")
         return Response({"id": note_id, "bank": result.bank.address, "key": result.key, "action": "deleted"})
 
@@ -357,7 +391,13 @@ class ImportApi(APIView):
 class ExportApi(APIView):
     @extend_schema(
         operation_id="exports_retrieve",
-        summary="Export everything memory holds about one person",
+        summary="Export everything held about one person",
+        description=(
+            "Their banks, the notes shared banks hold about them, their revisions and mutes, and their "
+            "conversations with messages, summaries and turns. With an ordinary key: the categories the person "
+            "muted for its agent are withheld (and named), and only its agent's conversations are included. With "
+            "an admin-capable key (a data-subject request): everything."
+        ),
         parameters=[OpenApiParameter("person", OpenApiTypes.STR, required=True, description="The person's id.")],
         responses={200: MemoryPackage, **error_responses(404)},
     )
@@ -367,4 +407,38 @@ class ExportApi(APIView):
             raise exceptions.ValidationError({"person": ["Name the person to export, e.g. ?person=ada."]})
         key = request_api_key(request)
         person = get_object_or_404(Person.objects.for_team(key.team), external_id=external_id)
-        return Response(packages.export_person(team=key.team, person=person, agent=key.agent))
+        agent = None if key.can_admin else key.agent
+        return Response(packages.export_person(team=key.team, person=person, agent=agent))
+
+
+class PersonApi(PersonDetailApi):
+    """A person: read them (accounts), or erase everything held about them (a data-subject request)."""
+
+    @extend_schema(
+        operation_id="people_destroy",
+        summary="Erase everything held about one person",
+        description=(
+            "Needs an admin-capable key. In one transaction: their notes, what shared banks say of them, the "
+            "content of their revisions (the events stay), their mutes and banks, and their conversations with "
+            "messages, summaries and turns. The person row stays as a tombstone unless hard=true. Export first "
+            "(GET /api/v1/exports?person=) if they asked for a copy."
+        ),
+        parameters=[
+            OpenApiParameter("hard", OpenApiTypes.BOOL, description="Delete the person row too; default false."),
+        ],
+        responses={
+            200: inline_serializer(
+            "PersonErased",
+            {"person": serializers.CharField(), "erased": serializers.DictField(child=serializers.IntegerField()),
+             "person_row": serializers.ChoiceField(choices=["tombstone", "deleted"])},
+            ),
+            **error_responses(403),
+        },
+    )  # fmt: skip
+    def delete(self, request: Request, external_id: str) -> Response:
+        team = request_api_key(request).team
+        person = get_object_or_404(Person.objects.for_team(team), external_id=external_id)
+        key = admin_key(request, "Erasing a person needs an admin-capable API key.")
+        hard = query_flag(request, "hard")
+        report = services.erase_person(team=team, person=person, actor=admin_actor(request, key), hard=hard)
+        return Response(report.as_dict())

@@ -52,3 +52,20 @@ class CategoryMuteForm(forms.Form):
         if person is not None and agent is not None and agent.team_id != person.team_id:
             raise forms.ValidationError("That agent is not in this person's team.")
         return cleaned
+
+
+ERASE_EVERYTHING_PHRASE = "delete everything"
+
+
+class ErasePersonForm(forms.Form):
+    """Erasing everything about a person cannot be undone, so the person types what they mean."""
+
+    confirmation = forms.CharField(
+        label=f"Type “{ERASE_EVERYTHING_PHRASE}” to confirm", max_length=100, strip=True, required=True
+    )
+
+    def clean_confirmation(self) -> str:
+        typed: str = self.cleaned_data["confirmation"]
+        if typed.lower() != ERASE_EVERYTHING_PHRASE:
+            raise forms.ValidationError(f"Type “{ERASE_EVERYTHING_PHRASE}” exactly; nothing was deleted.")
+        return typed

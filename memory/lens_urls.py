@@ -10,4 +10,5 @@ urlpatterns = [
     path("m/<int:note_id>", views.note_detail, name="lens-note"),
     path("m/<int:note_id>/edit", views.note_edit, name="lens-note-edit"),
     path("m/<int:note_id>/delete", views.note_delete, name="lens-note-delete"),
+    path("lens/people/<int:person_id>/erase", views.person_erase, name="lens-person-erase"),
 ]

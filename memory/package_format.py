@@ -33,7 +33,10 @@ from memory.exceptions import InvalidNote
 from memory.models import Bank, Note
 
 FORMAT = "mnemo.memory-package"
-VERSION = 1
+# Version 2 added what a whole-person export holds besides the person's own banks: shared banks'
+# notes about them (a bank's `about`) and their conversations. Import reads every version listed.
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 HEADER = {"format": FORMAT, "version": VERSION}
 EXPECTED = (
     f'a JSON object with "format": "{FORMAT}" and "version": {VERSION} (or JSONL whose first line is that header)'
@@ -48,8 +51,9 @@ def _format(value: Any, info: ValidationInfo) -> Any:
 
 
 def _version(value: Any) -> Any:
-    if type(value) is not int or value != VERSION:
-        raise ValueError(f"Unsupported {FORMAT} version {value!r}; this Mnemo reads version {VERSION}.")
+    if type(value) is not int or value not in READABLE_VERSIONS:
+        readable = " and ".join(str(version) for version in READABLE_VERSIONS)
+        raise ValueError(f"Unsupported {FORMAT} version {value!r}; this Mnemo reads versions {readable}.")
     return value
 
 
@@ -104,7 +108,9 @@ def _export_only(description: str = "") -> Any:
 
 
 _Format = Annotated[str, BeforeValidator(_format), Field(description=f'Always "{FORMAT}".')]
-_Version = Annotated[int, BeforeValidator(_version), Field(description=f"The format's version: {VERSION}.")]
+_Version = Annotated[
+    int, BeforeValidator(_version), Field(description=f"The format's version: {VERSION} (import also reads 1).")
+]
 _BankKind = Annotated[str, BeforeValidator(_bank_kind), Field(description=f"One of {', '.join(Bank.Kind.values)}.")]
 _Scope = Annotated[str | None, BeforeValidator(_scope)]
 _Person = Annotated[str | None, SkipValidation]  # checked where the note goes: a shared bank has none
@@ -164,6 +170,10 @@ class MemoryPackageBank(_Package):
     id: _BankId = Field(default=None, description="Checked against kind, person and scope.")
     kind: _BankKind
     person: _Person = Field(default=None, description="The person's id; null for a shared bank.")
+    about: _Person = Field(
+        default=None,
+        description="A shared bank in a person's export: the person its notes were written about (version 2).",
+    )
     scope: _Scope = Field(default="", description="For example project:apollo; empty for none.")
     policy: Annotated[str | None, SkipValidation] = Field(
         default=None, description=f"One of {', '.join(Bank.Policy.values)}; informational, ignored on import."
@@ -201,6 +211,15 @@ class MemoryPackage(MemoryPackageHeader):
         ),
         json_schema_extra={"readOnly": True},
     )
+    # Checked by the section that imports it (conversations.person_data), which names the fault.
+    conversations: Annotated[list[dict[str, Any]] | None, SkipValidation] = Field(
+        default=None,
+        description=(
+            "Version 2: the person's conversations, each with agent, person, external_id, started_at, ended_at, "
+            "summary, messages (role, content, created_at, external_id) and turns (informational). Imported "
+            "into the agents of the same slug; their summaries are restored."
+        ),
+    )
 
 
 class MemoryPackageLine(MemoryPackageNote):
@@ -209,11 +228,12 @@ class MemoryPackageLine(MemoryPackageNote):
 
     bank_kind: _BankKind
     person: _Person = None
+    about: _Person = None
     scope: _Scope = ""
     bank: _BankId = Field(default=None, description="The bank id, checked against bank_kind, person and scope.")
 
 
-BANK_MEMBERS = ("bank_kind", "person", "scope", "bank")
+BANK_MEMBERS = ("bank_kind", "person", "about", "scope", "bank")
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

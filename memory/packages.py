@@ -43,7 +43,7 @@ from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError, NotFound
 from config.text import find_unstorable
-from memory import services
+from memory import person_data, services
 from memory.banks import bank_id_for, bank_kind_for
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute, Note, Revision
@@ -57,6 +57,7 @@ from memory.package_format import (
     format_error,
     is_shape_error,
 )
+from memory.queries import shared_notes_about
 from memory.read_queries import reads_for_export
 from memory.validation import validate_scope
 
@@ -82,13 +83,19 @@ class ImportReport:
     refused: int = 0
     refusals: list[ImportRefusal] = field(default_factory=list)
     evicted: list[dict[str, Any]] = field(default_factory=list)
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. conversations: what it imported
 
     @property
     def total(self) -> int:
         return self.created + self.updated + self.unchanged + self.refused
 
     def summary(self) -> str:
-        return f"created {self.created}, updated {self.updated}, unchanged {self.unchanged}, refused {self.refused}"
+        notes = f"created {self.created}, updated {self.updated}, unchanged {self.unchanged}, refused {self.refused}"
+        for name, counts in self.sections.items():
+            numbers = ", ".join(f"{count} {what}" for what, count in counts.items() if isinstance(count, int))
+            refused = len(counts.get("refusals", []))
+            notes += f"; {name}: {numbers}" + (f", {refused} refused" if refused else "")
+        return notes
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +105,7 @@ class ImportReport:
             "refused": self.refused,
             "refusals": [asdict(refusal) for refusal in self.refusals],
             "evicted": list(self.evicted),
+            **self.sections,
         }
 
 
@@ -148,12 +156,14 @@ class _Entry:
     scope: Any
     bank_id: Any  # as stated in the package, or None
     note: dict[str, Any]
+    about: Any = None  # a shared bank's notes: the person they were written about
 
     def as_line(self) -> dict[str, Any]:
         return {
             **self.note,
             "bank_kind": self.bank_kind,
             "person": self.person,
+            "about": self.about,
             "scope": self.scope,
             "bank": self.bank_id,
         }
@@ -172,8 +182,10 @@ def _entries(data: Any) -> list[_Entry]:
             shape = [error for error in exc.errors() if is_shape_error(error["loc"])]
             if shape:
                 raise format_error(shape[0]) from None
+        for section in person_data.sections():
+            section.check(data.get(section.name))
         return [
-            _Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note)
+            _Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note, bank.get("about"))
             for bank in data["banks"]
             for note in bank.get("notes", [])
         ]
@@ -192,7 +204,12 @@ def _entries(data: Any) -> list[_Entry]:
                 raise InvalidNote(
                     f"Line {number} is not a JSON object; every JSONL line is one object.", field="package"
                 )
-            entries.append(_Entry(line.get("bank_kind"), line.get("person"), line.get("scope"), line.get("bank"), line))
+            entries.append(
+                _Entry(
+                    line.get("bank_kind"), line.get("person"), line.get("scope"), line.get("bank"), line,
+                    line.get("about"),
+                )
+            )  # fmt: skip
         return entries
     raise InvalidNote(f"The package is not a JSON object; expected {EXPECTED}.", field="package")
 
@@ -222,6 +239,10 @@ def import_package(
         _import_entry(team, entry, actor, report, people)
         if progress is not None:
             progress(done, len(entries))
+    if isinstance(data, dict):
+        for section in person_data.sections():
+            if data.get(section.name):
+                report.sections[section.name] = section.load(team, data[section.name])
     return report
 
 
@@ -269,7 +290,7 @@ def _import_entry(
     except DomainError as exc:  # refused before the write path, which logs its own refusals: log it here
         services.record_refused_call(
             team=team, actor=actor, operation="import",
-            arguments={"bank_kind": entry.bank_kind, "person": entry.person, "scope": entry.scope, **note},
+            arguments={"bank_kind": entry.bank_kind, "person": entry.person or entry.about, "scope": entry.scope, **note},
             message=exc.message, field=exc.field,
         )  # fmt: skip
         report.refused += 1
@@ -278,7 +299,7 @@ def _import_entry(
     try:
         result = services.remember(
             team=team,
-            person=person,  # None only for a shared bank, which has no person
+            person=person,  # in a shared bank, the person its note is about, if the package says
             actor=actor,
             bank=bank,
             scope=scope,
@@ -316,6 +337,11 @@ def _target(team: Team, entry: _Entry, people: dict[str, Person]) -> tuple[str, 
             "nothing was written.",
             field="bank",
         )
+    if kind == Bank.Kind.SHARED and entry.about is not None:
+        # Written about this person: the write names them, so their export and erasure find it.
+        if not isinstance(entry.about, str) or not entry.about.strip():
+            raise InvalidNote("A shared bank's about must be the id of the person its notes are about.", field="about")
+        external_id = entry.about.strip()
     person = None
     if external_id is not None:
         if external_id not in people:
@@ -392,13 +418,30 @@ def _banks_of(team: Team, person: Person, agent: Agent | None) -> QuerySet[Bank]
     )
 
 
+def _shared_banks_about(team: Team, person: Person, agent: Agent | None) -> list[dict[str, Any]]:
+    notes = shared_notes_about(team=team, person=person).order_by("bank__address", "key")
+    if agent is not None:
+        notes = notes.unmuted_for(agent, person=person)
+    banks: dict[str, dict[str, Any]] = {}
+    for note in notes:
+        bank = banks.setdefault(note.bank.address, {
+            "id": note.bank.address, "kind": note.bank.kind, "person": None, "about": person.external_id,
+            "scope": note.bank.scope, "policy": note.bank.policy, "notes": [],
+        })  # fmt: skip
+        bank["notes"].append(_note_out(note))
+    return list(banks.values())
+
+
 def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> dict[str, Any]:
-    """Everything memory holds about one person: their private and global banks, notes and
-    revisions, and the retrieval audit's reads about them (ids and queries, never content).
+    """Everything held about one person in a team, for a data-access request: their private and
+    global banks, the notes shared banks hold about them, their revisions and mutes, the retrieval
+    audit's reads about them (ids and queries, never content), and what other apps registered
+    (memory.person_data: their conversations with messages, summaries and turns).
 
     Made for an agent (with its API key), it holds what that agent may read: the notes and
     revisions of categories the person muted for it are left out, and `withheld` names those
-    categories so the omission shows. Without an agent (the person's own export, a command), nothing is.
+    categories so the omission shows; conversations are that agent's own. Without an agent (an
+    admin-capable key, a command), nothing is left out.
     """
     if person.team_id != team.pk:
         raise NotFound("No such person in this team.", field="person")
@@ -412,7 +455,7 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
             "notes": [_note_out(note) for note in bank.notes.all()],
         }
         for bank in _banks_of(team, person, agent)
-    ]
+    ] + _shared_banks_about(team, person, agent)
     revisions = Revision.objects.filter(team=team, person=person).order_by("created_at", "id")
     mutes = CategoryMute.objects.filter(team=team, person=person).select_related("agent").order_by("created_at", "id")
     withheld: dict[str, Any] = {}
@@ -441,4 +484,5 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
         "banks": banks,
         "revisions": [_revision_out(revision) for revision in revisions],
         "reads": reads_for_export(team=team, person=person),
+        **{section.name: section.export(team, person, agent) for section in person_data.sections()},
     }

@@ -16,7 +16,7 @@ from memory import vectors  # the module, not its function: tests replace vector
 from memory.banks import applicable_banks
 from memory.exceptions import UnknownOntologyId
 from memory.framing import DIGEST_HEADER, json_line
-from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, OntologyNode
+from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, NoteQuerySet, OntologyNode, Revision
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 from memory.validation import check_scope_refs, validate_scope
@@ -471,3 +471,17 @@ def recall_bundle(
         used += len(content)
         items.append(BundleItem(note, content, via, truncated))
     return Bundle(items=items, used_chars=used, omitted=omitted, degraded=ranked.degraded)
+
+
+# --- whole-person requests --------------------------------------------------------------------
+
+CONTENT_ACTIONS = ("create", "update", "append")
+
+
+def shared_notes_about(*, team: Team, person: Person) -> NoteQuerySet:
+    """Notes of shared banks written about this person: a write on their behalf (its revision names
+    them as its subject) created the note or changed its content."""
+    written_about = Revision.objects.filter(
+        team=team, person=person, action__in=CONTENT_ACTIONS, note_id__isnull=False, bank__kind=Bank.Kind.SHARED
+    ).values("note_id")
+    return Note.objects.filter(team=team, bank__kind=Bank.Kind.SHARED, pk__in=written_about).select_related("bank")

@@ -31,11 +31,18 @@ from config.exceptions import DomainError
 from config.middleware import checks_form_encoding, form_encoding_problem
 from memory import plain
 from memory.exceptions import NoteNotFound
-from memory.forms import CategoryMuteForm, NoteEditForm
+from memory.forms import CategoryMuteForm, ErasePersonForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.provenance import erase_note_and_sources, origins_of, source_count
 from memory.queries import Digest, Hit, build_digest, recall_for_owner
-from memory.services import Actor, edit_note, mute_category, record_refused_call, unmute_category
+from memory.services import (
+    Actor,
+    edit_note,
+    erase_person,
+    mute_category,
+    record_refused_call,
+    unmute_category,
+)
 from memory.text import word_diff
 
 REMOVALS_SHOWN = 50  # removals and refusals listed per person, newest first
@@ -154,6 +161,7 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
             # A merge logs twice: the note that stays (with what it became) and each note merged away.
             | Q(action=Revision.Action.MERGE, after__isnull=True)
         )
+        .exclude(erased=True)  # an erased event has nothing left to show
         # Every refused write is logged, so this grows without bound: read only the newest per person.
         .annotate(newest=Window(RowNumber(), partition_by="person", order_by=["-created_at", "-id"]))
         .filter(newest__lte=REMOVALS_SHOWN)
@@ -458,6 +466,29 @@ def note_delete(request: LensRequest, note_id: int) -> HttpResponse:
         raise Http404(exc.message) from exc
     also = f" and the {erased} message{'s' if erased != 1 else ''} it was learned from" if erased else ""
     messages.success(request, f"Deleted {note.identity}{also}. The log keeps that it was deleted, not what it said.")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("lens"))
+    return redirect("lens")
+
+
+# --- whole-person erasure ---------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def person_erase(request: LensRequest, person_id: int) -> HttpResponse:
+    """GET asks the person to type a confirmation; POST erases everything held about them in their
+    team (notes, what shared banks say of them, revisions' content, mutes, conversations), keeping
+    the person row as a tombstone so their login still opens an (empty) lens."""
+    person = get_object_or_404(people_of(request).select_related("team"), pk=person_id)
+    context = {"person": person, "is_self": person.user_id == request.user.pk}
+    if request.method == "GET":
+        return render(request, "memory/person_confirm_erase.html", {**context, "form": ErasePersonForm()})
+    form = ErasePersonForm(request.POST)
+    if not form.is_valid():
+        return render(request, "memory/person_confirm_erase.html", {**context, "form": form}, status=422)
+    report = erase_person(team=person.team, person=person, actor=owner_actor(request))
+    messages.success(request, f"Deleted everything about {person.external_id}. {report.summary()}")
     if request.htmx:
         return HttpResponseClientRedirect(reverse("lens"))
     return redirect("lens")

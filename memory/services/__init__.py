@@ -9,7 +9,8 @@ the same thing again changes nothing but the note's repetition count, and is not
 - capacity: bank creation and settings, limits and the FULL latch, bounded-bank admission and
   eviction, consolidation scheduling;
 - notes: the write use cases on notes;
-- mutes: categories a person mutes for an agent.
+- mutes: categories a person mutes for an agent;
+- people: whole-person erasure (with what other apps register in memory.person_data).
 
 Reads live in memory.queries, bank addressing in memory.banks, input checks in memory.validation.
 Names with a leading underscore are private to this package. The public writes are re-exported
@@ -34,16 +35,17 @@ from memory.services.notes import (
     delete_note,
     edit_note,
     erase_note,
-    erase_person,
     expire_notes,
     forget,
     merge_notes,
     remember,
 )
+from memory.services.people import PersonErasure, erase_person
 from memory.services.revisions import Actor, record_refused_call
 
 __all__ = [
     "Actor",
+    "PersonErasure",
     "WriteResult",
     "append_daily",
     "append_observation",

@@ -24,7 +24,7 @@ from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import scope_refs_match
 from memory.services import reads
 from memory.services.capacity import _after_growth, _lock, _make_room, _remove, get_or_create_bank
-from memory.services.revisions import Actor, _log, _record_refusal
+from memory.services.revisions import ERASED_REASON, Actor, _erase_note_from_log, _log, _record_refusal
 from memory.text import normalize_key
 from memory.validation import (
     check_category,
@@ -135,7 +135,7 @@ def remember(
             raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
         if expires_at is not None and expires_at <= timezone.now():
             raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
-        return _upsert(target, actor, fields, source)
+        return _upsert(target, actor, fields, source, subject=person)
 
     return _write_to_bank(
         team=team, person=person, actor=actor, scope=scope, which=bank,
@@ -143,7 +143,9 @@ def remember(
     )  # fmt: skip
 
 
-def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> WriteResult:
+def _upsert(
+    bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None
+) -> WriteResult:
     now = timezone.now()
     existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).first()
     if existing is not None:
@@ -162,7 +164,15 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
         existing.updated_at = now
         existing.save()
         indexing.schedule(existing.pk)
-        _log(bank, actor, Revision.Action.UPDATE, note=existing, before=before, after=existing.snapshot())
+        _log(
+            bank,
+            actor,
+            Revision.Action.UPDATE,
+            note=existing,
+            before=before,
+            after=existing.snapshot(),
+            subject=subject,
+        )
         return WriteResult(existing, "updated", bank, existing.key)
 
     evicted = _make_room(bank, actor, fields, now)
@@ -170,7 +180,7 @@ def _upsert(bank: Bank, actor: Actor, fields: dict[str, Any], source: str) -> Wr
         team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
     )
     indexing.schedule(note.pk)
-    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot())
+    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot(), subject=subject)
     _after_growth(bank)
     return WriteResult(note, "created", bank, note.key, evicted)
 
@@ -219,6 +229,7 @@ def append_observation(
                     "expires_at": None,
                 },
                 source,
+                subject=person,
             )
             return result
         if text in existing.content.splitlines():
@@ -240,7 +251,10 @@ def append_observation(
         existing.updated_at = timezone.now()
         existing.save()
         indexing.schedule(existing.pk)
-        _log(locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot())
+        _log(
+            locked, actor, Revision.Action.APPEND, note=existing, before=before, after=existing.snapshot(),
+            subject=person,
+        )  # fmt: skip
         return WriteResult(existing, "appended", locked, existing.key)
 
     return _write_to_bank(
@@ -329,23 +343,18 @@ def forget(
 
 
 @transaction.atomic
-def erase_note(*, note: Note, actor: Actor) -> None:
-    """Erasure beats the log: the note and the content in its revisions go; the events stay."""
+def erase_note(*, note: Note, actor: Actor) -> int:
+    """Erasure beats the log: the note goes, and so does its content from every revision of its bank
+    and key (refused attempts included), its key wherever the bank's log names it, and the notes
+    merged into it; the events stay. Returns how many revisions were blanked."""
     note_id = note.pk
-    delete_note(note=note, actor=actor, reason="erased on the person's request")
-    Revision.objects.filter(team_id=note.team_id, note_id=note_id).update(before=None, after=None, erased=True)
-    reads.forget_reads_of(team=note.team, notes=[note_id])  # a query that found it may say what it said
-
-
-@transaction.atomic
-def erase_person(*, team: Team, person: Person, actor: Actor) -> int:
-    """Erase every note in the person's own banks (private and global). Returns how many."""
-    notes = list(Note.objects.filter(team=team, bank__person=person).select_related("bank"))
-    for note in notes:
-        erase_note(note=note, actor=actor)
-    Revision.objects.filter(team=team, person=person).update(before=None, after=None, erased=True)
-    reads.erase_reads_of_person(team=team, person=person)
-    return len(notes)
+    delete_note(note=note, actor=actor, reason=ERASED_REASON)
+    # A query that found it may say what it said, and so may one that found nothing.
+    reads.forget_reads_of(
+        team=note.team, notes=[note_id], texts=[note.key, note.description, note.content], person_id=note.bank.person_id
+    )
+    event = Revision.objects.filter(team_id=note.team_id, note_id=note_id, action=Revision.Action.DELETE).latest("id")
+    return _erase_note_from_log(note=note, keep=event)
 
 
 @transaction.atomic

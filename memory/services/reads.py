@@ -39,6 +39,8 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from memory.models import Read
+from memory.text import STOP_WORDS
+from memory.text import words as text_words
 
 logger = logging.getLogger(__name__)
 
@@ -180,27 +182,57 @@ def _blank(row: Read) -> bool:
     return True
 
 
-def forget_reads_of(*, team: Team, notes: Iterable[int] = (), messages: Iterable[int] = ()) -> int:
+def _content_words(texts: Iterable[str]) -> set[str]:
+    """The words of erased text that could identify it in a query: not stop words, not one or two letters."""
+    return {word for text in texts for word in text_words(text) if len(word) > 2 and word not in STOP_WORDS}
+
+
+def forget_reads_of(
+    *,
+    team: Team,
+    notes: Iterable[int] = (),
+    messages: Iterable[int] = (),
+    texts: Iterable[str] = (),
+    person_id: int | None = None,
+) -> int:
     """Blank the query of every read that returned one of these notes or messages: a query can
-    carry the very fact that was erased. The read itself stays (who looked, when, how much came
-    back). Call it from every erasure of notes or messages. Returns how many stored reads changed."""
+    carry the very fact that was erased. With `texts` (what was erased), the queries of reads about
+    `person_id` (every person of the team when None) that share a word with it are blanked too,
+    whether or not they found anything: an agent that searched for "Cnrytown" and found nothing
+    still wrote the fact down. The read itself stays (who looked, when, how much came back). Call
+    it from every erasure of notes or messages. Returns how many stored reads changed."""
     note_ids, message_ids = list(notes), list(messages)
-    if not note_ids and not message_ids:
+    erased_words = _content_words(texts)
+    if not note_ids and not message_ids and not erased_words:
         return 0
     erased_notes, erased_messages = set(note_ids), set(message_ids)
+
+    def quotes(row: Read) -> bool:
+        about = person_id is None or row.person_id == person_id
+        return about and bool(erased_words.intersection(text_words(row.query)))
+
     _scrub_pending(
         lambda row: (
             row.team_id == team.pk
-            and bool(erased_notes.intersection(row.notes) or erased_messages.intersection(row.messages))
+            and bool(erased_notes.intersection(row.notes) or erased_messages.intersection(row.messages) or quotes(row))
         ),
         _blank,
     )
-    returned = Q()
+    returned = Q(pk__in=[])
     if note_ids:
         returned |= Q(notes__overlap=note_ids)
     if message_ids:
         returned |= Q(messages__overlap=message_ids)
+    if erased_words:
+        about = Q() if person_id is None else Q(person_id=person_id)
+        # Words as the lens and the tools split them (memory.text.words), matched whole in SQL.
+        pattern = r"\m(" + "|".join(_regex_escape(word) for word in sorted(erased_words)) + r")\M"
+        returned |= about & Q(query__iregex=pattern)
     return Read.objects.for_team(team).filter(returned).exclude(query="").update(query="", query_erased=True)
+
+
+def _regex_escape(word: str) -> str:
+    return "".join(ch if ch.isalnum() else f"\\{ch}" for ch in word)
 
 
 def erase_reads_of_person(*, team: Team, person: Person) -> int:

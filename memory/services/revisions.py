@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
+import operator
+import re
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, CharField, F, Q, TextField, Value, When
+from django.db.models.functions import Cast, Concat
 
 from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
@@ -41,12 +46,15 @@ def _log(
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
     reason: str = "",
+    subject: Person | None = None,
 ) -> Revision:
+    # A shared bank belongs to no one, so its events name the person the write was about (the
+    # subject of the call), which is how a person's export and erasure find what was said of them there.
     return Revision.objects.create(
         team_id=bank.team_id,
         bank=bank if bank.pk else None,
         bank_ref=bank.address,
-        person_id=bank.person_id,
+        person_id=bank.person_id or (subject.pk if subject is not None else None),
         note_key=note.key if note is not None else key,
         note_id=note.pk if note is not None else None,
         action=action,
@@ -147,3 +155,69 @@ def _clip_attempt(attempted: dict[str, Any]) -> dict[str, Any]:
         else:
             clipped[name] = storable_json(value, max_chars=CONTENT_MAX)
     return clipped
+
+
+# --- erasure ----------------------------------------------------------------------------------
+
+ERASED_REASON = "erased on the person's request"
+UNRESOLVED_PREFIX = "(unresolved"
+
+
+def _erased_key(note_id: int) -> str:
+    """What the log calls an erased note instead of its key, which may have been built from its content."""
+    return f"erased-{note_id}"
+
+
+def _key_pattern(key: str) -> re.Pattern[str]:
+    # The key as a whole slug, not inside a longer one ("tea" is not in "teapot" or "tea-2").
+    return re.compile(rf"(?<![a-z0-9-]){re.escape(key)}(?![a-z0-9-])")
+
+
+def _erase_note_from_log(*, note: Note, keep: Revision | None) -> int:
+    """Blank the content of every revision of this note's bank and key: its own events, refused
+    attempts at that key (which carry no note id), and the notes merged into it (whose text it
+    absorbed). The key is replaced by a placeholder wherever the bank's log names it, reasons
+    included. `keep` (the erasure's own event) keeps its reason. Returns how many rows were blanked."""
+    bank = note.bank
+    note_ids = {note.pk}
+    keys = {note.key}
+    # Notes merged into this one, and the notes merged into those: their words live on in it.
+    merges = Revision.objects.filter(
+        team_id=note.team_id, bank_ref=bank.address, action=Revision.Action.MERGE, note_id__isnull=False
+    ).only("note_id", "note_key", "reason")
+    while absorbed := {
+        (row.note_id, row.note_key)
+        for row in merges.exclude(note_id__in=note_ids)
+        if any(f"merged into '{key}'" in row.reason for key in keys)
+    }:
+        note_ids |= {note_id for note_id, _ in absorbed if note_id is not None}
+        keys |= {key for _, key in absorbed}
+    same_key = Q(note_key__in=keys) & (
+        Q(bank_ref=bank.address)
+        | (Q(bank_ref__startswith=UNRESOLVED_PREFIX) & Q(person_id=bank.person_id) & Q(person_id__isnull=False))
+    )
+    rows = Revision.objects.filter(team_id=note.team_id).filter(Q(note_id__in=note_ids) | same_key)
+    blanked = rows.update(
+        before=None,
+        after=None,
+        erased=True,
+        note_key=Case(
+            When(note_id__isnull=False, then=Concat(Value("erased-"), Cast("note_id", CharField()))),
+            default=Value(_erased_key(note.pk)),
+            output_field=CharField(),
+        ),
+        reason=Case(When(pk=keep.pk, then=F("reason")), default=Value(""), output_field=TextField())
+        if keep is not None
+        else Value(""),
+    )
+    # Other events of the bank may name the key in their reason (an eviction made room for it, a
+    # bounded bank refused a newcomer in its favour, a merge folded into it).
+    patterns = [(_key_pattern(key), _erased_key(note.pk)) for key in keys]
+    naming = reduce(operator.or_, (Q(reason__contains=key) for key in keys))
+    for revision in Revision.objects.filter(team_id=note.team_id, bank_ref=bank.address).filter(naming):
+        reason = revision.reason
+        for pattern, placeholder in patterns:
+            reason = pattern.sub(placeholder, reason)
+        if reason != revision.reason:
+            Revision.objects.filter(pk=revision.pk).update(reason=reason)
+    return blanked

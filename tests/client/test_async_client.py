@@ -77,7 +77,9 @@ def test_async_tools_turns_notes_banks_and_packages(web_server, tenant):
             assert [r["action"] async for r in mnemo.iter_revisions(note=created["id"])] == ["update", "create"]
 
             package = await mnemo.export_memories("ada")
-            assert (await mnemo.import_memories(package))["unchanged"] == 2
+            # Her two notes, and the project note written about her in the shared bank.
+            assert (await mnemo.import_memories(package))["unchanged"] == 3
+            assert [c["messages"][0]["content"] for c in package["conversations"]] == ["Pus caught a mouse today."]
             assert (await mnemo.forget_memory(person="ada", key="pet"))["action"] == "deleted"
             assert (await mnemo.delete_note((await mnemo.list_notes(person="ada"))["results"][0]["id"]))[
                 "key"

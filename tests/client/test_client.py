@@ -279,3 +279,24 @@ def test_the_key_and_url_come_from_the_environment(monkeypatch, web_server, tena
     monkeypatch.delenv("MNEMO_KEY")
     with pytest.raises(ValueError, match="MNEMO_KEY"):
         Mnemo()
+
+
+def test_an_admin_key_erases_a_note_and_a_person_and_an_ordinary_key_may_not(web_server, tenant, admin_tenant):
+    with Mnemo(web_server, api_key=admin_tenant.key.plaintext) as admin:
+        note = admin.remember(person="ada", key="home-city", description="Home", content="Cnrytown.")
+        admin.remember(person="ada", key="pet", description="Pet", content="A cat.")
+        admin.remember_about_user(person="bob", observation="Bob likes tea.", category="drinks")
+        erased = admin.delete_note(note["id"], erase=True)
+        assert erased["action"] == "erased"
+        assert not Revision.objects.filter(team=admin_tenant.team, note_key="home-city").exists()
+        report = admin.erase_person("ada")
+        assert report["erased"]["notes"] == 1
+        assert report["person_row"] == "tombstone"
+        assert admin.erase_person("bob", hard=True)["person_row"] == "deleted"
+        with pytest.raises(NotFound):
+            admin.get_person("bob")
+    with Mnemo(web_server, api_key=tenant.key.plaintext) as agent:
+        agent.remember(person="ada", key="pet", description="Pet", content="A dog.")
+        with pytest.raises(PermissionDenied) as refused:
+            agent.erase_person("ada")
+        assert (refused.value.status, refused.value.code) == (403, "permission_denied")

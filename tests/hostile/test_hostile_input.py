@@ -66,6 +66,7 @@ class World:
             "turn": str(self.turn.pk),
             "bank": urllib.parse.quote(self.note.bank.address, safe=":"),
             "person": "ada",
+            "person_pk": str(self.person.pk),
         }
         return path.format(**{**values, **override})
 
@@ -156,7 +157,7 @@ class Surface:
     name: str
     method: str
     route: str  # the URL pattern it covers
-    path: str  # with {note}, {conversation}, {message}, {turn}, {bank}, {person}
+    path: str  # with {note}, {conversation}, {message}, {turn}, {bank}, {person}, {person_pk}
     body: Callable[[World], dict[str, Any]] | None = None
     text: Loc | None = None  # where free text goes
     ident: Loc | None = None  # where an id goes
@@ -250,6 +251,9 @@ SURFACES: list[Surface] = [
     Surface("people detail", "GET", "api/v1/people/<path:external_id>", "/api/v1/people/{person}",
             text=Loc("path", "person"), ident=Loc("path", "person"),
             expect={"surrogate": (404,)}),
+    Surface("person erase", "DELETE", "api/v1/people/<path:external_id>", "/api/v1/people/{person}",
+            text=Loc("path", "person"), ident=Loc("path", "person"),
+            expect={"surrogate": (404,)}),
     Surface("notes list", "GET", "api/v1/notes", "/api/v1/notes",
             text=Loc("query", "person"), ident=Loc("query", "bank")),
     Surface("note detail", "GET", "api/v1/notes/<int:note_id>", "/api/v1/notes/{note}",
@@ -322,6 +326,10 @@ SURFACES: list[Surface] = [
             "/lens/conversations/{conversation}/delete", html=True, number=Loc("path", "conversation")),
     Surface("lens message delete", "POST", "lens/conversations/<int:conversation_id>/messages/<int:message_id>/delete",
             "/lens/conversations/{conversation}/messages/{message}/delete", html=True, number=Loc("path", "message")),
+    # Every hostile case replaces the typed phrase or the path: none of them may erase anything.
+    Surface("lens erase person", "POST", "lens/people/<int:person_id>/erase", "/lens/people/{person_pk}/erase",
+            html=True, body=body(confirmation="delete everything"), text=Loc("form", "confirmation"),
+            number=Loc("path", "person_pk")),
     *[
         Surface(f"lens {action}", "POST", f"lens/{action}", f"/lens/{action}", html=True,
                 body=lambda w: {"person": w.person.pk, "agent": w.tenant.agent.pk, "category": "home"},
@@ -555,7 +563,7 @@ BODY_SURFACES = [pytest.param(s, id=s.name) for s in SURFACES if s.body is not N
 
 @pytest.mark.parametrize("surface", BODY_SURFACES)
 def test_an_oversize_body_without_content_length_is_413(asgi_server, surface):
-    path = surface.path.format(note=1, conversation=1, message=1, turn=1, bank="user:ada", person="ada")
+    path = surface.path.format(note=1, conversation=1, message=1, turn=1, bank="user:ada", person="ada", person_pk=1)
     chunks = [b" " * 65536] * ((settings.API_MAX_BODY_BYTES // 65536) + 2)
     answer = post_while_sending(asgi_server, path, chunks, headers={})
     if surface.html:

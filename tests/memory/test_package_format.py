@@ -61,7 +61,7 @@ def test_a_jsonl_line_is_a_note_and_its_bank():
         "private", "fact", "", "2030-01-01T00:00:00+00:00",
     )  # fmt: skip
     assert set(MemoryPackageLine.model_fields) == set(MemoryPackageNote.model_fields) | {
-        "bank_kind", "person", "scope", "bank",
+        "bank_kind", "person", "about", "scope", "bank",
     }  # fmt: skip
 
 
@@ -75,7 +75,7 @@ def test_the_openapi_schema_of_imports_and_exports_is_the_models():
     assert exports == {"$ref": "#/components/schemas/MemoryPackage"}
     # What import reads (export-only members are read-only, so not in the request), and what export writes.
     assert set(components["MemoryPackageRequest"]["properties"]) == {
-        "format", "version", "exported_at", "banks", "revisions",
+        "format", "version", "exported_at", "banks", "revisions", "conversations",
     }  # fmt: skip
     assert set(components["MemoryPackage"]["properties"]) == set(MemoryPackage.model_fields)
     assert set(components["MemoryPackageBank"]["properties"]) == set(MemoryPackageBank.model_fields)

@@ -66,13 +66,15 @@ def test_export_then_import_into_another_team_reproduces_the_notes(tenant, other
     exported = tenant.client.get("/api/v1/exports", {"person": "ada"})
     assert exported.status_code == 200
     body = exported.json()
-    assert (body["format"], body["version"]) == (FORMAT, 1)
-    assert [bank["id"] for bank in body["banks"]] == ["user:ada", "user:ada:project:apollo"]
+    assert (body["format"], body["version"]) == (FORMAT, 2)
+    # The shared bank's note was written about Ada, so her export holds it (and says so).
+    assert [bank["id"] for bank in body["banks"]] == ["user:ada", "user:ada:project:apollo", "scope:project:apollo"]
+    assert body["banks"][2]["about"] == "ada"
 
     imported = other_tenant.client.post("/api/v1/imports", body, format="json")
     assert imported.status_code == 200
     assert imported.json() == {
-        "created": 3, "updated": 0, "unchanged": 0, "refused": 0, "refusals": [], "evicted": [],
+        "created": 4, "updated": 0, "unchanged": 0, "refused": 0, "refusals": [], "evicted": [],
     }  # fmt: skip
 
     def shape(team):
@@ -86,7 +88,7 @@ def test_export_then_import_into_another_team_reproduces_the_notes(tenant, other
     copied = Note.objects.filter(team=other_tenant.team)
     assert {n.source for n in copied} == {Note.Source.IMPORT}
     creates = Revision.objects.filter(team=other_tenant.team, action=Revision.Action.CREATE)
-    assert creates.count() == 3
+    assert creates.count() == 4
     assert {(r.actor, r.actor_ref) for r in creates} == {(Revision.Actor.IMPORT, other_tenant.agent.slug)}
     assert Person.objects.filter(team=other_tenant.team, external_id="ada").exists()
 
@@ -230,12 +232,12 @@ def test_malformed_text_is_invalid(text, expected):
     ("body", "expected"),
     [
         ({"format": "other-format", "version": 1, "banks": []}, 'expected "format": "mnemo.memory-package"'),
-        ({"format": FORMAT, "version": 2, "banks": []}, "reads version 1"),
-        ({"format": FORMAT, "version": True, "banks": []}, "reads version 1"),
+        ({"format": FORMAT, "version": 3, "banks": []}, "reads versions 1 and 2"),
+        ({"format": FORMAT, "version": True, "banks": []}, "reads versions 1 and 2"),
         ({"banks": []}, 'expected "format": "mnemo.memory-package"'),
         ({"format": FORMAT, "version": 1, "banks": {}}, '"banks" must be a list'),
         ({"format": FORMAT, "version": 1, "banks": [{"kind": "global", "notes": ["x"]}]}, "is not a JSON object"),
-        ([{"format": FORMAT, "version": 3}], "reads version 1"),
+        ([{"format": FORMAT, "version": 3}], "reads versions 1 and 2"),
         ([], "empty"),
     ],
 )
@@ -270,8 +272,9 @@ def test_the_export_holds_the_persons_notes_and_revisions_and_nothing_else(tenan
         ("user:ada", "home-city"),
         ("user:ada", "prefers-norwegian"),
         ("user:ada:project:apollo", "deadline"),
+        ("scope:project:apollo", "team-standup"),  # written about her in a shared bank
     }
-    assert {bank["person"] for bank in exported["banks"]} == {"ada"}
+    assert {(bank["person"], bank.get("about")) for bank in exported["banks"]} == {("ada", None), (None, "ada")}
     assert exported["person"]["id"] == "ada"
     home = next(n for bank in exported["banks"] for n in bank["notes"] if n["key"] == "home-city")
     assert home["content"] == "Bergen, since May."
@@ -281,10 +284,11 @@ def test_the_export_holds_the_persons_notes_and_revisions_and_nothing_else(tenan
     revisions = exported["revisions"]
     assert [(r["action"], r["note_key"]) for r in revisions] == [
         ("create", "home-city"), ("update", "home-city"), ("create", "prefers-norwegian"), ("create", "deadline"),
+        ("create", "team-standup"),
     ]  # fmt: skip
     assert revisions[1]["before"]["content"] == "Oslo."
     text = json.dumps(exported)
-    for foreign in ("bob", "Bob only.", "team-standup", "other-team-note", "Another team's Ada."):
+    for foreign in ("bob", "Bob only.", "other-team-note", "Another team's Ada."):
         assert foreign not in text
 
 
@@ -359,7 +363,7 @@ def test_export_memories_command_to_stdout_and_to_a_file(tenant, ada_memories, t
     exported = json.loads(out.getvalue())
     assert exported["format"] == FORMAT
     assert {n["key"] for bank in exported["banks"] for n in bank["notes"]} == {
-        "home-city", "prefers-norwegian", "deadline",
+        "home-city", "prefers-norwegian", "deadline", "team-standup",
     }  # fmt: skip
 
     target = tmp_path / "ada.json"
@@ -380,4 +384,4 @@ def test_exported_file_imports_through_the_command(tenant, other_tenant, ada_mem
     )
     out = io.StringIO()
     call_command("import_memories", str(target), "--team", other_tenant.team.slug, stdout=out, stderr=io.StringIO())
-    assert out.getvalue().startswith("created 3, updated 0, unchanged 0, refused 0")
+    assert out.getvalue().startswith("created 4, updated 0, unchanged 0, refused 0")

@@ -25,6 +25,7 @@ from mnemo_client.types import (
     NoteDeleted,
     Page,
     Person,
+    PersonErased,
     Profile,
     RecallArgs,
     RecallMemoriesArgs,
@@ -127,6 +128,13 @@ class AsyncMnemo:
 
     async def get_person(self, person: str) -> Person:
         return await self.request(Call("GET", f"/api/v1/people/{segment(person)}"))
+
+    async def erase_person(self, person: str, *, hard: bool = False) -> PersonErased:
+        """Erase everything held about a person in this team (notes, what shared banks say of them,
+        revisions' content, mutes, conversations); needs an admin-capable key. The person stays as a
+        tombstone unless hard=True. Returns what was erased, counted by kind."""
+        params = {"hard": "true"} if hard else None
+        return await self.request(Call("DELETE", f"/api/v1/people/{segment(person)}", params=params))
 
     # --- the ten tools -------------------------------------------------------------------------
 
@@ -278,9 +286,11 @@ class AsyncMnemo:
     async def get_note(self, note: int) -> Note:
         return await self.request(Call("GET", f"/api/v1/notes/{segment(note)}"))
 
-    async def delete_note(self, note: int) -> NoteDeleted:
-        """Delete a note and its vector; the revision log keeps the event."""
-        return await self.request(Call("DELETE", f"/api/v1/notes/{segment(note)}"))
+    async def delete_note(self, note: int, *, erase: bool = False) -> NoteDeleted:
+        """Delete a note and its vector; the revision log keeps the event and what the note said.
+        With erase=True (an admin-capable key), erase it: its content leaves the log too."""
+        params = {"erase": "true"} if erase else None
+        return await self.request(Call("DELETE", f"/api/v1/notes/{segment(note)}", params=params))
 
     # --- banks and revisions -------------------------------------------------------------------
 

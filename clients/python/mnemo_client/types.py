@@ -291,7 +291,15 @@ class NoteDeleted(TypedDict):
     id: int
     bank: str
     key: str
-    action: str
+    action: str  # deleted, or erased
+
+
+class PersonErased(TypedDict):
+    """What erase_person removed: counts by kind (notes, revisions, conversations, messages, ...)."""
+
+    person: str
+    erased: dict[str, int]
+    person_row: str  # tombstone, or deleted
 
 
 class Consolidation(TypedDict):
@@ -359,3 +367,5 @@ class MemoryPackage(TypedDict, total=False):
     mutes: list[dict[str, Any]]
     banks: Required[list[dict[str, Any]]]
     revisions: list[dict[str, Any]]
+    withheld: dict[str, Any]
+    conversations: list[dict[str, Any]]  # version 2
