@@ -8,6 +8,8 @@ model forgot to declare, an auto-created join table or a later migration's table
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
@@ -62,3 +64,23 @@ def find_text(needle: str) -> list[Sighting]:
             if found:
                 sightings.append(Sighting(table, column, found))
     return sightings
+
+
+@contextmanager
+def probing() -> Iterator[None]:
+    """Look for a canary through the read tools without leaving it behind.
+
+    The reads a test makes to hunt for a canary are recorded by the retrieval audit with the
+    canary in their query: they are the test's own words, not something the system kept. Inside
+    this block they are written and then removed, so a later `find_text` judges only what the
+    erasure left."""
+    from memory.models import Read
+    from memory.services.reads import flush_reads
+
+    flush_reads()
+    last = Read.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    try:
+        yield
+    finally:
+        flush_reads()
+        Read.objects.filter(pk__gt=last).delete()

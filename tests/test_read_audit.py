@@ -366,3 +366,19 @@ def test_a_read_about_someone_deleted_before_it_was_written_costs_only_itself(ca
     assert flush_reads() == 2
     assert sorted(Read.objects.values_list("query", flat=True)) == ["kept", "kept too"]
     assert "The retrieval audit lost 1 reads: their team, agent or person was deleted" in caplog.text
+
+
+def test_erasure_blanks_the_queries_about_that_person_that_quote_what_was_erased(tenant, person, talk, memories, actor):
+    """A search for the erased fact that found nothing still wrote the fact down in its query."""
+    bob = PersonFactory.create(team=tenant.team, external_id="bob")
+    audit(tenant.team, tenant.agent, person, "recall_memories", query="anything about oslo spring?")
+    audit(tenant.team, tenant.agent, person, "search_conversation", query="the cat")
+    audit(tenant.team, tenant.agent, bob, "search_conversation", query="oslo spring")  # another person
+    erase_message(message=talk[0])  # "I moved to Oslo last spring ..."
+    assert sorted(Read.objects.filter(person=person).values_list("query", flat=True)) == ["", "the cat"]
+    assert Read.objects.get(person=bob).query == "oslo spring"
+
+    audit(tenant.team, tenant.agent, person, "search", query="Miso?")
+    erase_note(note=memories[1], actor=actor)  # "Ada's cat Miso is from Oslo ..."
+    assert sorted(Read.objects.filter(person=person).values_list("query", flat=True)) == ["", "", ""]
+    assert Read.objects.get(person=bob).query == "oslo spring"

@@ -20,7 +20,7 @@ from conversations.services import erase_conversation, erase_message, record_mes
 from curator.providers import ScriptedProvider
 from curator.schemas import CuratorPlan
 from curator.services import claim_stale_summaries, curate_conversation, rebuild_summary
-from tests.canary import find_text
+from tests.canary import find_text, probing
 from tests.factories import chat
 
 
@@ -30,9 +30,21 @@ def canary() -> str:
 
 def seen_everywhere(tenant: Any, needle: str, *, person: str = "ada") -> list[str]:
     """Where an agent's reads still show the needle: a turn's blocks (persona aside) and messages,
-    both conversation tools, the memory tools, exports and the revision log."""
+    both conversation tools, the memory tools, exports and the revision log. The probe's own reads
+    (queries holding the needle) leave no row in the retrieval audit."""
+    with probing():
+        return _seen_everywhere(tenant, needle, person=person)
+
+
+def _seen_everywhere(tenant: Any, needle: str, *, person: str) -> list[str]:
     api = tenant.client
     places = []
+    # Exports and the log first: they list reads, and the probe's own reads come after.
+    for url in ("/api/v1/exports", "/api/v1/revisions"):
+        answer = api.get(url, {"person": person})
+        assert answer.status_code == 200, answer.content
+        if needle.lower() in answer.content.decode().lower():
+            places.append(url)
     turn = api.post(
         "/api/v1/turns", {"person": person, "message": "Where did I say I moved, and what pastries?"}, format="json"
     )
@@ -53,11 +65,6 @@ def seen_everywhere(tenant: Any, needle: str, *, person: str = "ada") -> list[st
         assert answer.status_code == 200, answer.content
         if needle.lower() in answer.content.decode().lower():
             places.append(tool)
-    for url in ("/api/v1/exports", "/api/v1/revisions"):
-        answer = api.get(url, {"person": person})
-        assert answer.status_code == 200, answer.content
-        if needle.lower() in answer.content.decode().lower():
-            places.append(url)
     return places
 
 
