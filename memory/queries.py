@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from rank_bm25 import BM25Plus
 
 from accounts.models import Agent, Person, Team
 from memory import vectors  # the module, not its function: tests replace vectors.similarities
 from memory.banks import applicable_banks
+from memory.digest import digest_max_chars as digest_bound
+from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
-from memory.framing import DIGEST_HEADER, json_line
 from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, OntologyNode
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
@@ -72,6 +76,10 @@ class TagMatcher:
     def matches(self, semantics: list[str]) -> bool:
         return not semantics or any(self.tag_matches(tag) for tag in semantics)
 
+    def matching(self) -> set[str]:
+        """Every tag that matches: a note applies when it has no tag or one of these."""
+        return {tag for tag in self.covered | self.endpoints.keys() if self.tag_matches(tag)}
+
 
 def shadow(notes_by_bank: list[list[Note]]) -> list[Note]:
     """Keep the narrowest bank's note for each key (banks given narrowest first)."""
@@ -93,6 +101,91 @@ class Visible:
     notes: list[Note]
 
 
+@dataclass
+class Applicable:
+    """The applicable notes as a query, not yet read: a caller reads only the columns and rows it
+    needs (the digest its first lines, the composer the content of the notes that fit).
+
+    `notes` carries `bank_rank` (0 for the narrowest bank read); ordered by (bank_rank, key) it is
+    the order visible_notes returns.
+    """
+
+    banks: list[Bank]
+    notes: models.QuerySet[Note]
+
+
+class _ScopeRefsMatch(models.Func):
+    """A note's scope_refs match the context's refs (as scope_refs_match): for every ref type the
+    note names, the context holds one of its ids for that type."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, refs: dict[str, list[str]]) -> None:
+        super().__init__(models.F("scope_refs"), models.Value(json.dumps(refs)))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        column, column_params = compiler.compile(self.source_expressions[0])
+        wanted, wanted_params = compiler.compile(self.source_expressions[1])
+        sql = (
+            f"NOT EXISTS (SELECT 1 FROM jsonb_each({column}) AS ref(ref_type, ids) WHERE NOT "
+            f"(ref.ids ?| ARRAY(SELECT jsonb_array_elements_text(({wanted})::jsonb -> ref.ref_type))))"
+        )
+        return sql, [*column_params, *wanted_params]
+
+
+class _SemanticsMatch(models.Func):
+    """A note's semantics match (as TagMatcher.matches): no tag, or one of the matching tags."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, tags: set[str]) -> None:
+        super().__init__(models.F("semantics"), models.Value(sorted(tags), output_field=ArrayField(models.TextField())))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        column, column_params = compiler.compile(self.source_expressions[0])
+        tags, tags_params = compiler.compile(self.source_expressions[1])
+        sql = f"({column} = '[]'::jsonb OR {column} ?| ({tags})::text[])"
+        return sql, [*column_params, *column_params, *tags_params]
+
+
+def applicable_notes(
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent | None,
+    scope: str = "",
+    context: TurnContext | None = None,
+    gate_on_tags: bool = True,
+) -> Applicable:
+    """Applicable, unmuted, unexpired notes, shadowed narrowest first, chosen in the database.
+
+    The rules are visible_notes' (scope_refs_match, TagMatcher, shadow), written as SQL: filtering
+    runs before shadowing, so a note is hidden only by an applicable note of the same key in a
+    narrower bank.
+    """
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    matcher = TagMatcher(team, context.tags) if gate_on_tags else None
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    rank = models.Case(
+        *(models.When(bank_id=bank.pk, then=models.Value(index)) for index, bank in enumerate(banks)),
+        output_field=models.IntegerField(),
+    )
+    notes = (
+        Note.objects.filter(team=team, bank__in=banks)
+        .live(timezone.now())
+        .annotate(bank_rank=rank)
+        .filter(_ScopeRefsMatch(refs))
+    )
+    if matcher is not None:
+        notes = notes.filter(_SemanticsMatch(matcher.matching()))
+    if agent is not None:
+        notes = notes.unmuted_for(agent, person=person)
+    narrower = notes.filter(key=OuterRef("key"), bank_rank__lt=OuterRef("bank_rank"))
+    return Applicable(banks=banks, notes=notes.filter(~Exists(narrower)))
+
+
 def visible_notes(
     *,
     team: Team,
@@ -107,26 +200,14 @@ def visible_notes(
     With an agent, what the person muted for it is left out (Note.objects.unmuted_for); without
     one (the person's own lens), nothing is.
     """
-    context = context or TurnContext()
-    scope = validate_scope(scope)
-    refs = check_scope_refs(context.refs, "context.refs")
-    matcher = TagMatcher(team, context.tags) if gate_on_tags else None
-    banks = applicable_banks(team=team, person=person, scope=scope)
-    notes = Note.objects.filter(team=team, bank__in=banks).live(timezone.now()).select_related("bank")
-    if agent is not None:
-        notes = notes.unmuted_for(agent, person=person)
-    rows = list(notes)
-    per_bank: list[list[Note]] = []
-    for bank in banks:
-        applicable = [
-            note
-            for note in rows
-            if note.bank_id == bank.pk
-            and scope_refs_match(note.scope_refs, refs)
-            and (matcher is None or matcher.matches(note.semantics))
-        ]
-        per_bank.append(applicable)
-    return Visible(banks=banks, notes=shadow(per_bank))
+    found = applicable_notes(
+        team=team, person=person, agent=agent, scope=scope, context=context, gate_on_tags=gate_on_tags
+    )
+    banks = {bank.pk: bank for bank in found.banks}
+    notes = list(found.notes.order_by(models.F("bank_rank"), "key"))
+    for note in notes:
+        note.bank = banks[note.bank_id]  # the banks were read already: no join
+    return Visible(banks=found.banks, notes=notes)
 
 
 def muted_categories(*, person: Person, agent: Agent) -> set[str]:
@@ -139,38 +220,11 @@ def muted_categories(*, person: Person, agent: Agent) -> set[str]:
 
 # --- the digest -------------------------------------------------------------------------------
 
-DIGEST_EMPTY = "Nothing is remembered yet."
-DIGEST_MORE = "{count} more notes are remembered but not listed here."
-FULL_NOTICE = (
-    "The {kind} memory bank is full: new notes are refused until something is removed. If something "
-    "new is worth keeping, offer the person to drop something old or outdated first."
-)
-_LINE_OVERHEAD = len(json_line({"key": "", "description": ""}))
-
-
-def digest_line(note: Note) -> str:
-    return json_line({"key": note.key, "description": note.description})
-
-
-def digest_sort_key(note: Note) -> tuple[int, int, int, float]:
-    """Scope specificity (distinct ref types, more first), precision (fewer refs first),
-    semantic richness (more tags first), then updated_at (newest first)."""
-    specificity = len(note.scope_refs)
-    precision = sum(len(ids) for ids in note.scope_refs.values())
-    return (-specificity, precision, -len(note.semantics), -note.updated_at.timestamp())
-
 
 def digest_max_chars(limit: int | None = None) -> int:
-    """The digest's worst case, a constant of the configuration.
-
-    Keys are slugs (nothing to escape) and descriptions refuse control characters, so JSON can at
-    most double a description (a quote or backslash becomes two characters).
-    """
+    """The digest's worst case, a constant of the configuration (memory.digest.digest_max_chars)."""
     limit = settings.DIGEST_LIMIT if limit is None else limit
-    line = _LINE_OVERHEAD + KEY_MAX + 2 * DESCRIPTION_MAX + 1
-    more = len(DIGEST_MORE.format(count=10**9)) + 1
-    notices = 3 * (len(FULL_NOTICE.format(kind="private")) + 1)
-    return len(DIGEST_HEADER) + 1 + limit * line + more + notices
+    return digest_bound(limit, key_max=KEY_MAX, description_max=DESCRIPTION_MAX)
 
 
 @dataclass
@@ -194,17 +248,10 @@ def build_digest(
     if visible is None:
         visible = visible_notes(team=team, person=person, agent=agent, scope=scope, context=context)
     ordered = sorted(visible.notes, key=digest_sort_key)
-    limit = settings.DIGEST_LIMIT
-    entries, omitted = ordered[:limit], max(0, len(ordered) - limit)
-    lines = [DIGEST_HEADER]
-    lines.extend(digest_line(note) for note in entries)
-    if not entries:
-        lines.append(DIGEST_EMPTY)
-    if omitted:
-        lines.append(DIGEST_MORE.format(count=omitted))
+    entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
     full_banks = [bank for bank in visible.banks if bank.is_full]
-    lines.extend(FULL_NOTICE.format(kind=bank.kind) for bank in full_banks)
-    return Digest(text="\n".join(lines), entries=entries, omitted=omitted, full_banks=full_banks)
+    text = render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in full_banks])
+    return Digest(text=text, entries=entries, omitted=omitted, full_banks=full_banks)
 
 
 # --- recall and search ------------------------------------------------------------------------
