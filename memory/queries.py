@@ -235,6 +235,23 @@ class Digest:
     full_banks: list[Bank]
 
 
+class _RefTypes(models.Func):
+    template = "(SELECT count(*) FROM jsonb_object_keys(%(expressions)s))"
+    output_field = models.IntegerField()
+
+
+class _RefCount(models.Func):
+    template = (
+        "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each(%(expressions)s) AS ref(ref_type, ids))"
+    )
+    output_field = models.IntegerField()
+
+
+class _TagCount(models.Func):
+    function = "jsonb_array_length"
+    output_field = models.IntegerField()
+
+
 def build_digest(
     *,
     team: Team,
@@ -246,12 +263,36 @@ def build_digest(
 ) -> Digest:
     """The standing ## Memory section. Pass `visible` when the caller already computed it."""
     if visible is None:
-        visible = visible_notes(team=team, person=person, agent=agent, scope=scope, context=context)
+        return digest_of(applicable_notes(team=team, person=person, agent=agent, scope=scope, context=context))
     ordered = sorted(visible.notes, key=digest_sort_key)
     entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
     full_banks = [bank for bank in visible.banks if bank.is_full]
     text = render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in full_banks])
     return Digest(text=text, entries=entries, omitted=omitted, full_banks=full_banks)
+
+
+def digest_of(found: Applicable) -> Digest:
+    """The digest of these applicable notes, in one query: the database orders them by
+    digest_sort_key (ties in visible order), reads the first DIGEST_LIMIT without their content,
+    and counts the rest."""
+    limit = settings.DIGEST_LIMIT
+    rows: list[Note] = list(
+        found.notes.defer("content")
+        .annotate(
+            ref_types=_RefTypes(models.F("scope_refs")),
+            ref_count=_RefCount(models.F("scope_refs")),
+            tag_count=_TagCount(models.F("semantics")),
+            applicable=models.Window(models.Count("pk")),
+        )
+        .order_by("-ref_types", "ref_count", "-tag_count", "-updated_at", models.F("bank_rank"), "key")[:limit]
+    )
+    banks = {bank.pk: bank for bank in found.banks}
+    for note in rows:
+        note.bank = banks[note.bank_id]
+    omitted = max(0, getattr(rows[0], "applicable") - limit) if rows else 0  # noqa: B009 - an annotation
+    full_banks = [bank for bank in found.banks if bank.is_full]
+    text = render_digest(rows, omitted=omitted, full_kinds=[bank.kind for bank in full_banks])
+    return Digest(text=text, entries=rows, omitted=omitted, full_banks=full_banks)
 
 
 # --- recall and search ------------------------------------------------------------------------

@@ -193,6 +193,51 @@ def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, ac
     assert "w" * 2001 not in notes.text
 
 
+TRICKY = 'She said "hi" \\ then\nleft\ttoday, café ☕ 😀 \u2028 end'
+
+
+def notes_block(result):
+    return next(b for b in result.blocks if b.layer == "notes")
+
+
+def test_a_note_is_given_exactly_when_its_line_fits_though_its_content_is_read_later(
+    tenant, person, actor, conversation, settings, caplog
+):
+    # The notes layer chooses from line lengths the database computes (JSON escaping included),
+    # then reads the content of the chosen notes only: a length off by one would show here.
+    remember(team=tenant.team, person=person, actor=actor, key="tricky", description="Quotes", content=TRICKY)
+    whole = notes_block(turn(tenant, person, conversation, "What did she say?"))
+    assert json.loads(whole.text.split("\n")[-1]) == {"key": "tricky", "content": TRICKY}
+
+    settings.NOTES_CHARS = len(whole.text)
+    fits = turn(tenant, person, conversation, "What did she say?")
+    settings.NOTES_CHARS = len(whole.text) - 1
+    short = turn(tenant, person, conversation, "What did she say?")
+
+    assert notes_block(fits).text == whole.text
+    assert len(fits.notes_used) == 1
+    assert short.notes_used == []
+    assert "omitted:1" in notes_block(short).flags
+    assert "disagreed" not in caplog.text
+
+
+def test_when_a_computed_line_length_disagrees_the_notes_are_packed_again_from_their_text(
+    tenant, person, actor, conversation, mocker, caplog
+):
+    from conversations import composer
+
+    remember(team=tenant.team, person=person, actor=actor, key="tricky", description="Quotes", content=TRICKY)
+    remember(team=tenant.team, person=person, actor=actor, key="plain", description="Plain", content="Plain words.")
+    expected = turn(tenant, person, conversation, "What did she say?")
+    mocker.patch.object(composer._JsonChars, "template", "(length(to_json(%(expressions)s)::text) + 1)")
+
+    result = turn(tenant, person, conversation, "What did she say?")
+
+    assert "disagreed" in caplog.text
+    assert notes_block(result).text == notes_block(expected).text
+    assert result.notes_used == expected.notes_used
+
+
 def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, actor, conversation, settings):
     remember(team=tenant.team, person=person, actor=actor, key="cat", description="Pet", content="Miso")
     with embedding_settings(settings, Behaviour(mode="500", dim=8), model="m"):
@@ -204,7 +249,7 @@ def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, actor, con
 
 def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, person, conversation, mocker):
     chat(conversation, [("Hello", "Hi")])
-    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.applicable_notes", side_effect=OperationalError("connection refused"))
     result = turn(tenant, person, conversation, "What do you know about me?")
     assert result.degraded == ["notes"]
     notes = next(b for b in result.blocks if b.layer == "notes")
@@ -214,7 +259,7 @@ def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, pers
 
 def test_memory_failure_can_be_made_a_hard_failure(tenant, person, conversation, mocker, settings):
     settings.COMPOSER_MEMORY_FAILURE = "fail"
-    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.applicable_notes", side_effect=OperationalError("connection refused"))
     with pytest.raises(MemoryUnavailable):
         turn(tenant, person, conversation, "What do you know about me?")
 
