@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, models, transaction
-from django.db.models.functions import Left, Length
+from django.db.models.functions import Left, Length, RowNumber
 
 from accounts.models import Agent, Person, Team
 from conversations import budget
@@ -24,10 +24,11 @@ from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import search_messages, worth_searching
 from memory import vectors
+from memory.digest import render_digest, split_listed
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
 from memory.models import CONTENT_MAX, Note
-from memory.queries import Applicable, TurnContext, applicable_notes, digest_of
+from memory.queries import Applicable, TurnContext, applicable_notes, digest_order, shadow_rank
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ class _Candidate:
 
     pk: int
     key: str
+    description: str
+    digest_position: int  # its place in the digest's order (memory.queries.digest_order)
     line_chars: int  # len(_note_line(key, content)), computed in the database
     over_cap: bool
 
@@ -201,12 +204,14 @@ class _Composer:
                 found = applicable_notes(
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context
                 )
-                digest = digest_of(found)
-                text, digest_cut = budget.fit_lines(digest.text.split("\n"), allowed)
+                candidates, ordering_degraded = self._rank_notes(found)
+                text, digest_cut = budget.fit_lines(self._digest(found, candidates).split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
-                return self._full_notes(found, text, room, allowed)
+                if ordering_degraded:
+                    self.degraded.append("ordering")
+                return self._full_notes(candidates, text, room, allowed)
         except DatabaseError as exc:
             logger.warning("memory read failed while composing turn for %s: %s", self.person, exc)
             if settings.COMPOSER_MEMORY_FAILURE == "fail":
@@ -214,10 +219,16 @@ class _Composer:
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
 
-    def _full_notes(self, found: Applicable, digest: str, room: int, allowed: int) -> Block:
+    def _digest(self, found: Applicable, candidates: list[_Candidate]) -> str:
+        """memory.queries.build_digest's text, from the rows the ranking read (each knows its place in
+        the digest's order)."""
+        ordered = sorted(candidates, key=lambda c: c.digest_position)
+        entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
+        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in found.banks if bank.is_full])
+
+    def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
         line length alone; only the content of the notes that fit is read."""
-        candidates = self._rank_notes(found)
         flags = [f"over_cap:{c.key}" for c in candidates if c.over_cap]
         body = f"{digest}\n{NOTES_HEADER}"
         packing = budget.pack_lines(len(body), [c.line_chars for c in candidates], allowed)
@@ -251,21 +262,24 @@ class _Composer:
         self.notes_used = used
         return Block("notes", body, flags)
 
-    def _rank_notes(self, found: Applicable) -> list[_Candidate]:
-        """The curated page first (newest first), then by meaning for this message (most similar
-        first, then newest first; notes without a vector after those); ties in visible order."""
-        meaning = vectors.with_distance(team=self.team, notes=found.notes, query=self.message.content)
-        if meaning.degraded:
-            self.degraded.append("ordering")
+    def _rank_notes(self, found: Applicable) -> tuple[list[_Candidate], bool]:
+        """Every applicable note in one query, without its content: the curated page first (newest
+        first), then by meaning for this message (most similar first, then newest first; notes
+        without a vector after those), ties in visible order; each with its place in the digest's
+        order and the length of its line. Returns them and whether the ordering by meaning was lost."""
+        meaning = vectors.with_distance(team=self.team, notes=found.unshadowed, query=self.message.content)
         is_page = models.Q(kind=Note.Kind.PAGE)
         rows = (
             meaning.notes.annotate(
+                shadow_rank=shadow_rank(),
+                digest_position=models.Window(RowNumber(), order_by=digest_order()),
                 page_first=models.Case(models.When(is_page, then=0), default=1),
                 page_distance=models.Case(models.When(is_page, then=None), default=models.F("distance")),
                 key_chars=_JsonChars(models.F("key")),
                 content_chars=_JsonChars(Left("content", CONTENT_MAX)),
                 stored_chars=Length("content"),
             )
+            .filter(shadow_rank=1)
             .order_by(
                 "page_first",
                 models.F("page_distance").asc(nulls_last=True),
@@ -273,12 +287,15 @@ class _Composer:
                 models.F("bank_rank"),
                 "key",
             )
-            .values_list("pk", "key", "key_chars", "content_chars", "stored_chars")
+            .values_list("pk", "key", "description", "digest_position", "key_chars", "content_chars", "stored_chars")
         )
-        return [
-            _Candidate(pk, key, _NOTE_LINE_FRAME + key_chars + content_chars, stored > CONTENT_MAX)
-            for pk, key, key_chars, content_chars, stored in rows
+        candidates = [
+            _Candidate(
+                pk, key, description, position, _NOTE_LINE_FRAME + key_chars + content_chars, stored > CONTENT_MAX
+            )
+            for pk, key, description, position, key_chars, content_chars, stored in rows
         ]
+        return candidates, bool(meaning.degraded)
 
     def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)

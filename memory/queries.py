@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Exists, OuterRef
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from rank_bm25 import BM25Plus
 
@@ -101,17 +102,60 @@ class Visible:
     notes: list[Note]
 
 
+class _RefTypes(models.Func):
+    template = "(SELECT count(*) FROM jsonb_object_keys(%(expressions)s))"
+    output_field = models.IntegerField()
+
+
+class _RefCount(models.Func):
+    template = (
+        "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each(%(expressions)s) AS ref(ref_type, ids))"
+    )
+    output_field = models.IntegerField()
+
+
+class _TagCount(models.Func):
+    function = "jsonb_array_length"
+    output_field = models.IntegerField()
+
+
 @dataclass
 class Applicable:
     """The applicable notes as a query, not yet read: a caller reads only the columns and rows it
     needs (the digest its first lines, the composer the content of the notes that fit).
 
-    `notes` carries `bank_rank` (0 for the narrowest bank read); ordered by (bank_rank, key) it is
-    the order visible_notes returns.
+    `unshadowed` is every applicable note, with `bank_rank` (0 for the narrowest bank read);
+    `notes` keeps the narrowest bank's note of each key, and ordered by (bank_rank, key) it is the
+    order visible_notes returns. A caller that reads every row in one query may instead shadow with
+    `shadow_rank` (a window: 1 for the note that shows), which costs a sort rather than a lookup per note.
     """
 
     banks: list[Bank]
-    notes: models.QuerySet[Note]
+    unshadowed: models.QuerySet[Note]
+
+    @property
+    def notes(self) -> models.QuerySet[Note]:
+        narrower = self.unshadowed.filter(
+            models.Q(key=OuterRef("key")), models.Q(("bank_rank__lt", OuterRef("bank_rank")))
+        )
+        return self.unshadowed.filter(~Exists(narrower))
+
+
+def shadow_rank() -> models.Window:
+    """1 for the note of each key in the narrowest bank (see Applicable)."""
+    return models.Window(RowNumber(), partition_by=[models.F("key")], order_by=models.F("bank_rank").asc())
+
+
+def digest_order() -> list[models.OrderBy]:
+    """digest_sort_key in SQL, then visible order for ties (Python's sort is stable)."""
+    return [
+        _RefTypes(models.F("scope_refs")).desc(),
+        _RefCount(models.F("scope_refs")).asc(),
+        _TagCount(models.F("semantics")).desc(),
+        models.F("updated_at").desc(),
+        models.F("bank_rank").asc(),
+        models.F("key").asc(),
+    ]
 
 
 class _ScopeRefsMatch(models.Func):
@@ -182,8 +226,7 @@ def applicable_notes(
         notes = notes.filter(_SemanticsMatch(matcher.matching()))
     if agent is not None:
         notes = notes.unmuted_for(agent, person=person)
-    narrower = notes.filter(key=OuterRef("key"), bank_rank__lt=OuterRef("bank_rank"))
-    return Applicable(banks=banks, notes=notes.filter(~Exists(narrower)))
+    return Applicable(banks=banks, unshadowed=notes)
 
 
 def visible_notes(
@@ -235,23 +278,6 @@ class Digest:
     full_banks: list[Bank]
 
 
-class _RefTypes(models.Func):
-    template = "(SELECT count(*) FROM jsonb_object_keys(%(expressions)s))"
-    output_field = models.IntegerField()
-
-
-class _RefCount(models.Func):
-    template = (
-        "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each(%(expressions)s) AS ref(ref_type, ids))"
-    )
-    output_field = models.IntegerField()
-
-
-class _TagCount(models.Func):
-    function = "jsonb_array_length"
-    output_field = models.IntegerField()
-
-
 def build_digest(
     *,
     team: Team,
@@ -278,13 +304,8 @@ def digest_of(found: Applicable) -> Digest:
     limit = settings.DIGEST_LIMIT
     rows: list[Note] = list(
         found.notes.defer("content")
-        .annotate(
-            ref_types=_RefTypes(models.F("scope_refs")),
-            ref_count=_RefCount(models.F("scope_refs")),
-            tag_count=_TagCount(models.F("semantics")),
-            applicable=models.Window(models.Count("pk")),
-        )
-        .order_by("-ref_types", "ref_count", "-tag_count", "-updated_at", models.F("bank_rank"), "key")[:limit]
+        .annotate(applicable=models.Window(models.Count("pk")))
+        .order_by(*digest_order())[:limit]
     )
     banks = {bank.pk: bank for bank in found.banks}
     for note in rows:
