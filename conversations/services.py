@@ -57,11 +57,16 @@ def record_message(
         raise InvalidMessage(f"role must be one of {', '.join(Message.Role.values)}.", field="role")
     content = _check_content(content)
     check_text(external_id, field="external_id", kind=TextKind.IDENTIFIER, error=InvalidMessage)
-    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    # Only the counters: the lock is what matters, and a long summary need not travel with it.
+    locked = (
+        Conversation.objects.select_for_update()
+        .only("pk", "team_id", "chars_since_curation", "exchanges_since_curation")
+        .get(pk=conversation.pk)
+    )
     last = Message.objects.filter(team_id=locked.team_id, conversation=locked).aggregate(last=Max("order"))["last"] or 0
     message = Message.objects.create(
         team_id=locked.team_id,
-        conversation=locked,
+        conversation=conversation,  # the caller's instance: `locked` holds the counters only
         role=role,
         content=content,
         order=last + 1,
