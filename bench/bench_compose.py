@@ -157,6 +157,7 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
     from conversations.composer import compose
     from conversations.models import Conversation
     from conversations.services import record_message, start_conversation
+    from memory import vectors
     from memory.indexing import NOTES as NOTE_INDEX
     from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
 
@@ -205,6 +206,7 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
         from memory.vectors import order_by_meaning
 
         def one(i: int) -> None:
+            vectors.forget_query_vectors()
             seen = visible_notes(team=team, person=person, agent=agent, scope=scope)
             build_digest(team=team, person=person, agent=agent, scope=scope, visible=seen)
             order_by_meaning(team=team, notes=seen.notes, query=recorded[i % len(recorded)].content)
@@ -217,6 +219,7 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
         timings: dict[str, list[float]] = {}
 
         def one(i: int) -> None:
+            vectors.forget_query_vectors()  # every turn embeds its own message, as a real one does
             result = compose(
                 team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
                 scope=scope, profile=profile,

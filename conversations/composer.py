@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, models, transaction
-from django.db.models.functions import Left, Length, RowNumber
+from django.db import DatabaseError, transaction
 
 from accounts.models import Agent, Person, Team
 from conversations import budget
@@ -27,8 +26,8 @@ from memory import vectors
 from memory.digest import render_digest, split_listed
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX, Note
-from memory.queries import Applicable, TurnContext, applicable_notes, digest_order, shadow_rank
+from memory.models import CONTENT_MAX, Bank, Note
+from memory.queries import TurnContext, TurnNote, turn_notes
 
 logger = logging.getLogger(__name__)
 
@@ -102,13 +101,6 @@ def _note_line(key: str, content: str) -> str:
 _NOTE_LINE_FRAME = len(_note_line("", "")) - 2 * len('""')  # the line around its two JSON strings
 
 
-class _JsonChars(models.Func):
-    """How long a text is as a JSON string: Postgres escapes exactly what json.dumps(ensure_ascii=False) does."""
-
-    template = "length(to_json(%(expressions)s)::text)"
-    output_field = models.IntegerField()
-
-
 @dataclass
 class _Candidate:
     """A note the notes layer may show in full, read without its content."""
@@ -116,9 +108,18 @@ class _Candidate:
     pk: int
     key: str
     description: str
-    digest_position: int  # its place in the digest's order (memory.queries.digest_order)
-    line_chars: int  # len(_note_line(key, content)), computed in the database
+    digest_position: int  # its place in the digest's order (memory.digest.digest_sort_key)
+    # len(_note_line(key, content)) from the JSON lengths the database computed: Postgres' to_json
+    # escapes exactly what json.dumps(ensure_ascii=False) does.
+    line_chars: int
     over_cap: bool
+
+
+def _candidate(note: TurnNote) -> _Candidate:
+    line_chars = _NOTE_LINE_FRAME + note.key_json_chars + note.content_json_chars
+    return _Candidate(
+        note.pk, note.key, note.description, note.digest_position, line_chars, note.content_chars > CONTENT_MAX
+    )
 
 
 def _passage_line(message: Message) -> str:
@@ -196,20 +197,22 @@ class _Composer:
         allowed = budget.allowance(room, settings.NOTES_CHARS)
         if allowed <= 0:
             return None
+        # The message's vector first, not inside the read's transaction: the embedder may be remote.
+        embedder = get_embedder()
         query = self.message.content
-        if get_embedder() is not None and query.strip():
-            vectors.embed_query(query)  # here, not inside the read's transaction: it may call the network
+        vector, ordering_lost = vectors.embed_query(query) if embedder is not None and query.strip() else (None, "")
         try:
             with transaction.atomic():  # a failing read must not poison the turn's transaction
-                found = applicable_notes(
-                    team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context
-                )
-                candidates, ordering_degraded = self._rank_notes(found)
-                text, digest_cut = budget.fit_lines(self._digest(found, candidates).split("\n"), allowed)
+                found = turn_notes(
+                    team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
+                    vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
+                )  # fmt: skip
+                candidates = [_candidate(note) for note in found.notes]
+                text, digest_cut = budget.fit_lines(self._digest(found.banks, candidates).split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
-                if ordering_degraded:
+                if ordering_lost:
                     self.degraded.append("ordering")
                 return self._full_notes(candidates, text, room, allowed)
         except DatabaseError as exc:
@@ -219,12 +222,12 @@ class _Composer:
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
 
-    def _digest(self, found: Applicable, candidates: list[_Candidate]) -> str:
+    def _digest(self, banks: list[Bank], candidates: list[_Candidate]) -> str:
         """memory.queries.build_digest's text, from the rows the ranking read (each knows its place in
         the digest's order)."""
         ordered = sorted(candidates, key=lambda c: c.digest_position)
         entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
-        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in found.banks if bank.is_full])
+        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in banks if bank.is_full])
 
     def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
@@ -234,7 +237,9 @@ class _Composer:
         packing = budget.pack_lines(len(body), [c.line_chars for c in candidates], allowed)
         chosen = [candidates[index] for index in packing.taken]
         contents = dict(
-            Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in chosen]).values_list("pk", "content")
+            Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in chosen])
+            .order_by()
+            .values_list("pk", "content")
         )
         lines = [_note_line(c.key, contents.get(c.pk, "")) for c in chosen]
         if [len(line) for line in lines] != [c.line_chars for c in chosen]:
@@ -246,7 +251,8 @@ class _Composer:
                     "pk", "content"
                 )
             )
-            every = [_note_line(c.key, contents.get(c.pk, "")) for c in candidates]
+            candidates = [c for c in candidates if c.pk in contents]  # deleted meanwhile: gone
+            every = [_note_line(c.key, contents[c.pk]) for c in candidates]
             packing = budget.pack_lines(len(body), [len(line) for line in every], allowed)
             chosen = [candidates[index] for index in packing.taken]
             lines = [every[index] for index in packing.taken]
@@ -261,41 +267,6 @@ class _Composer:
             self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
         self.notes_used = used
         return Block("notes", body, flags)
-
-    def _rank_notes(self, found: Applicable) -> tuple[list[_Candidate], bool]:
-        """Every applicable note in one query, without its content: the curated page first (newest
-        first), then by meaning for this message (most similar first, then newest first; notes
-        without a vector after those), ties in visible order; each with its place in the digest's
-        order and the length of its line. Returns them and whether the ordering by meaning was lost."""
-        meaning = vectors.with_distance(team=self.team, notes=found.unshadowed, query=self.message.content)
-        is_page = models.Q(kind=Note.Kind.PAGE)
-        rows = (
-            meaning.notes.annotate(
-                shadow_rank=shadow_rank(),
-                digest_position=models.Window(RowNumber(), order_by=digest_order()),
-                page_first=models.Case(models.When(is_page, then=0), default=1),
-                page_distance=models.Case(models.When(is_page, then=None), default=models.F("distance")),
-                key_chars=_JsonChars(models.F("key")),
-                content_chars=_JsonChars(Left("content", CONTENT_MAX)),
-                stored_chars=Length("content"),
-            )
-            .filter(shadow_rank=1)
-            .order_by(
-                "page_first",
-                models.F("page_distance").asc(nulls_last=True),
-                "-updated_at",
-                models.F("bank_rank"),
-                "key",
-            )
-            .values_list("pk", "key", "description", "digest_position", "key_chars", "content_chars", "stored_chars")
-        )
-        candidates = [
-            _Candidate(
-                pk, key, description, position, _NOTE_LINE_FRAME + key_chars + content_chars, stored > CONTENT_MAX
-            )
-            for pk, key, description, position, key_chars, content_chars, stored in rows
-        ]
-        return candidates, bool(meaning.degraded)
 
     def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)

@@ -9,9 +9,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.db import models
+from django.db import connection, models
 from django.db.models import Exists, OuterRef
-from django.db.models.functions import RowNumber
 from django.utils import timezone
 from rank_bm25 import BM25Plus
 
@@ -21,7 +20,8 @@ from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
-from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, OntologyNode
+from memory.indexing import namespace_for
+from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, NoteVector, OntologyNode
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 from memory.validation import check_scope_refs, validate_scope
@@ -48,7 +48,7 @@ class TagMatcher:
     """
 
     def __init__(self, team: Team, context_tags: Iterable[str]) -> None:
-        nodes = {node.node_id: node for node in OntologyNode.objects.filter(team=team)}
+        nodes = {node.node_id: node for node in OntologyNode.objects.filter(team=team).order_by()}
         by_pk = {node.pk: node for node in nodes.values()}
         self.context = set(context_tags)
         unknown = sorted(self.context - nodes.keys())
@@ -102,15 +102,24 @@ class Visible:
     notes: list[Note]
 
 
+# The applicability rules as SQL, written once: the ORM expressions below and the turn's own query
+# (turn_notes) both use these.
+SCOPE_REFS_MATCH = (
+    "NOT EXISTS (SELECT 1 FROM jsonb_each({column}) AS ref(ref_type, ids) WHERE NOT "
+    "(ref.ids ?| ARRAY(SELECT jsonb_array_elements_text(({wanted})::jsonb -> ref.ref_type))))"
+)
+SEMANTICS_MATCH = "({column} = '[]'::jsonb OR {column} ?| ({tags})::text[])"
+REF_TYPES = "(SELECT count(*) FROM jsonb_object_keys({column}))"
+REF_COUNT = "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each({column}) AS ref(ref_type, ids))"
+
+
 class _RefTypes(models.Func):
-    template = "(SELECT count(*) FROM jsonb_object_keys(%(expressions)s))"
+    template = REF_TYPES.format(column="%(expressions)s")
     output_field = models.IntegerField()
 
 
 class _RefCount(models.Func):
-    template = (
-        "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each(%(expressions)s) AS ref(ref_type, ids))"
-    )
+    template = REF_COUNT.format(column="%(expressions)s")
     output_field = models.IntegerField()
 
 
@@ -126,8 +135,7 @@ class Applicable:
 
     `unshadowed` is every applicable note, with `bank_rank` (0 for the narrowest bank read);
     `notes` keeps the narrowest bank's note of each key, and ordered by (bank_rank, key) it is the
-    order visible_notes returns. A caller that reads every row in one query may instead shadow with
-    `shadow_rank` (a window: 1 for the note that shows), which costs a sort rather than a lookup per note.
+    order visible_notes returns.
     """
 
     banks: list[Bank]
@@ -139,11 +147,6 @@ class Applicable:
             models.Q(key=OuterRef("key")), models.Q(("bank_rank__lt", OuterRef("bank_rank")))
         )
         return self.unshadowed.filter(~Exists(narrower))
-
-
-def shadow_rank() -> models.Window:
-    """1 for the note of each key in the narrowest bank (see Applicable)."""
-    return models.Window(RowNumber(), partition_by=[models.F("key")], order_by=models.F("bank_rank").asc())
 
 
 def digest_order() -> list[models.OrderBy]:
@@ -170,11 +173,7 @@ class _ScopeRefsMatch(models.Func):
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
         column, column_params = compiler.compile(self.source_expressions[0])
         wanted, wanted_params = compiler.compile(self.source_expressions[1])
-        sql = (
-            f"NOT EXISTS (SELECT 1 FROM jsonb_each({column}) AS ref(ref_type, ids) WHERE NOT "
-            f"(ref.ids ?| ARRAY(SELECT jsonb_array_elements_text(({wanted})::jsonb -> ref.ref_type))))"
-        )
-        return sql, [*column_params, *wanted_params]
+        return SCOPE_REFS_MATCH.format(column=column, wanted=wanted), [*column_params, *wanted_params]
 
 
 class _SemanticsMatch(models.Func):
@@ -188,8 +187,7 @@ class _SemanticsMatch(models.Func):
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
         column, column_params = compiler.compile(self.source_expressions[0])
         tags, tags_params = compiler.compile(self.source_expressions[1])
-        sql = f"({column} = '[]'::jsonb OR {column} ?| ({tags})::text[])"
-        return sql, [*column_params, *column_params, *tags_params]
+        return SEMANTICS_MATCH.format(column=column, tags=tags), [*column_params, *column_params, *tags_params]
 
 
 def applicable_notes(
@@ -227,6 +225,128 @@ def applicable_notes(
     if agent is not None:
         notes = notes.unmuted_for(agent, person=person)
     return Applicable(banks=banks, unshadowed=notes)
+
+
+_TURN_NOTES = """
+WITH applicable AS (
+    SELECT n.id, n.key, n.description, n.kind, n.updated_at, n.scope_refs, n.semantics, n.content,
+           array_position(%(banks)s::bigint[], n.bank_id) AS bank_rank
+    FROM {note} n JOIN {bank} b ON b.id = n.bank_id
+    WHERE n.team_id = %(team)s AND n.bank_id = ANY(%(banks)s::bigint[])
+      AND (n.expires_at IS NULL OR n.expires_at > %(now)s)
+      AND {in_scope}
+      AND (NOT %(gate)s OR {tagged})
+      AND NOT EXISTS (
+          SELECT 1 FROM {mute} m
+          WHERE m.team_id = n.team_id AND m.agent_id = %(agent)s AND m.category = n.category
+            AND (m.person_id = b.person_id OR m.person_id = %(person)s))
+),
+shown AS (
+    SELECT *, row_number() OVER (PARTITION BY key ORDER BY bank_rank) AS shadow_rank FROM applicable
+),
+listed AS (
+    SELECT *, row_number() OVER (
+        ORDER BY {ref_types} DESC, {ref_count}, jsonb_array_length(semantics) DESC, updated_at DESC, bank_rank, key
+    ) AS digest_position
+    FROM shown WHERE shadow_rank = 1
+)
+SELECT l.id, l.key, l.description, l.digest_position,
+       length(to_json(l.key)::text), length(to_json(left(l.content, %(content_cap)s))::text), length(l.content)
+FROM listed l
+ORDER BY (l.kind = 'page') DESC, CASE WHEN l.kind = 'page' THEN NULL ELSE {distance} END ASC NULLS LAST,
+         l.updated_at DESC, l.bank_rank, l.key
+"""
+# The cosine distance of a note's current vector (see memory.vectors.similarities): this team's
+# namespace, this model and width, computed from the note's present text (indexing.NOTES.text_hash).
+_CURRENT_DISTANCE = """(
+    SELECT v.embedding <=> %(vector)s::vector FROM {vector} v
+    WHERE v.team_id = %(team)s AND v.note_id = l.id AND v.namespace = %(namespace)s AND v.model = %(model)s
+      AND v.dim = %(dim)s
+      AND v.text_hash = encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')
+    LIMIT 1)"""
+
+
+@dataclass(frozen=True)
+class TurnNote:
+    """An applicable note as the composer reads it, without its content."""
+
+    pk: int
+    key: str
+    description: str
+    digest_position: int  # 1 for the note the digest lists first (digest_sort_key)
+    key_json_chars: int  # the key's length as a JSON string
+    content_json_chars: int  # the content's first content_cap characters, as a JSON string
+    content_chars: int
+
+
+@dataclass
+class TurnNotes:
+    banks: list[Bank]
+    notes: list[TurnNote]  # the curated page first, then by meaning, then newest first
+
+
+def turn_notes(
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent,
+    scope: str,
+    context: TurnContext | None,
+    vector: Any | None,
+    model: str = "",
+    dim: int = 0,
+    content_cap: int = CONTENT_MAX,
+) -> TurnNotes:
+    """Every applicable note of a turn in one query, without its content, for the composer.
+
+    The notes and their order are visible_notes' (applicable, unmuted, unexpired, shadowed), ranked
+    as the composer gives them: the curated page first (newest first), then by cosine distance of
+    their current vector to `vector` (a vector of `model` and `dim`; notes without one after those),
+    then newest first, ties in visible order. Each row carries its place in the digest's order and
+    the JSON lengths of its key and content. Hand-written SQL rather than the ORM: compiling the
+    equivalent queryset cost more than running it. The rules' SQL is shared with applicable_notes.
+    """
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    matcher = TagMatcher(team, context.tags)
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    if not banks:
+        return TurnNotes(banks, [])
+    tables = {
+        "note": Note._meta.db_table,
+        "bank": Bank._meta.db_table,
+        "mute": CategoryMute._meta.db_table,
+        "vector": NoteVector._meta.db_table,
+    }
+    distance = "NULL::float8" if vector is None else _CURRENT_DISTANCE.format(**tables)
+    sql = _TURN_NOTES.format(
+        **tables,
+        in_scope=SCOPE_REFS_MATCH.format(column="n.scope_refs", wanted="%(refs)s"),
+        tagged=SEMANTICS_MATCH.format(column="n.semantics", tags="%(tags)s"),
+        ref_types=REF_TYPES.format(column="scope_refs"),
+        ref_count=REF_COUNT.format(column="scope_refs"),
+        distance=distance,
+    )
+    params: dict[str, Any] = {
+        "banks": [bank.pk for bank in banks],
+        "team": team.pk,
+        "now": timezone.now(),
+        "refs": json.dumps(refs),
+        "gate": True,
+        "tags": sorted(matcher.matching()),
+        "agent": agent.pk,
+        "person": person.pk,
+        "content_cap": content_cap,
+        "vector": None if vector is None else "[" + ",".join(map(repr, map(float, vector))) + "]",
+        "namespace": namespace_for(team.pk),
+        "model": model,
+        "dim": dim,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return TurnNotes(banks, [TurnNote(*row) for row in rows])
 
 
 def visible_notes(

@@ -9,7 +9,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import FloatField, OuterRef, QuerySet, Subquery, Value
 from pgvector.django import CosineDistance
 
 from accounts.models import Team
@@ -68,6 +67,12 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
     return vector, ""
 
 
+def forget_query_vectors() -> None:
+    """Drop the kept query vectors (a benchmark measuring turns that each embed their message)."""
+    with _lock:
+        _QUERY_CACHE.clear()
+
+
 def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
     """Cosine similarity of each note that has a vector matching the current embedder.
 
@@ -114,35 +119,3 @@ def order_by_meaning(*, team: Team, notes: list[Note], query: str) -> MeaningOrd
     )
     unscored = sorted((n for n in notes if n.pk not in found.scores), key=lambda n: -n.updated_at.timestamp())
     return MeaningOrder(notes=scored + unscored, scores=found.scores, degraded=found.degraded)
-
-
-@dataclass
-class MeaningQuery:
-    notes: QuerySet[Note]  # annotated with `distance`: to the query, NULL where no current vector exists
-    degraded: str
-
-
-def with_distance(*, team: Team, notes: QuerySet[Note], query: str) -> MeaningQuery:
-    """`notes` annotated, in the database, with the cosine distance of each note's current vector to
-    the query's: the vectors similarities() would compare (this team's namespace, this model and
-    width, computed from the note's present text), and NULL for every other note."""
-    embedder = get_embedder()
-    vector, degraded = (None, "") if embedder is None or not query.strip() else embed_query(query)
-    if embedder is None or vector is None:
-        return MeaningQuery(notes.annotate(distance=Value(None, output_field=FloatField())), degraded)
-    current = (
-        NoteVector.objects.filter(
-            team=team,
-            namespace=namespace_for(team.pk),
-            model=embedder.model,
-            dim=embedder.dim,
-            note=OuterRef("pk"),
-            text_hash=OuterRef("indexed_hash"),
-        )
-        .annotate(distance=CosineDistance("embedding", vector.tolist()))
-        .values("distance")[:1]
-    )
-    return MeaningQuery(
-        notes.alias(indexed_hash=NOTES.sql_text_hash()).annotate(distance=Subquery(current, output_field=FloatField())),
-        "",
-    )

@@ -103,9 +103,9 @@ COMPOSE = (
     1  # the newest messages of the conversation, for the window
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
     + 2  # the team's ontology (for the context's tags) and the applicable banks
-    + 1  # every applicable note in one read, without its content: shadowed, ranked (pages, then by
-    #      distance to its current vector), each with its description, its place in the digest's
-    #      order and the length of its line
+    + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
+    #      shadowed, ranked (pages, then by distance to its current vector), each with its
+    #      description, its place in the digest's order and the length of its line
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the keyword search over this agent's messages with this person
     + 1  # passages: the message vectors close to the query
