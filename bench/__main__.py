@@ -15,6 +15,7 @@ BENCHMARKS = {
     "memory": "bench.bench_memory",
     "vectors": "bench.bench_vectors",
     "compose": "bench.bench_compose",
+    "record": "bench.bench_record",
     "curator": "bench.bench_curator",
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",

@@ -1,11 +1,15 @@
-"""Compose benchmark: a full turn with 1,000 notes in the person's banks and 100,000 messages in
-the database, broken down by layer, against the memory_only profile as the in-run baseline."""
+"""Compose benchmark, at two sizes: a typical person (three banks of 64 notes, 5,000 messages of
+theirs) and a large one (1,000 notes; 100,000 messages in the database), each broken down by layer,
+against the memory_only profile of the same size as the in-run baseline."""
 
 from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -103,17 +107,62 @@ def sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
-def run(scratch_team_slug: str) -> None:
+@dataclass(frozen=True)
+class Size:
+    name: str
+    notes: int  # spread over the person's private, shared and global banks
+    own_messages: int  # in the conversation the turns continue
+    earlier_messages: int  # in the person's earlier conversations with the same agent
+    other_messages: int  # in other people's conversations (same team)
+
+
+SIZES = (
+    Size("typical person", notes=192, own_messages=1_000, earlier_messages=4_000, other_messages=0),
+    Size(
+        "large person",
+        notes=NOTES,
+        own_messages=OWN_MESSAGES,
+        earlier_messages=0,
+        other_messages=MESSAGES - OWN_MESSAGES,
+    ),
+)
+
+
+def _bulk_messages(conversation: Any, count: int, rng: random.Random, start: Any, bar: Any) -> None:
+    from conversations.models import Message
+
+    batch: list[Message] = []
+    for order in range(1, count + 1):
+        batch.append(
+            Message(
+                team_id=conversation.team_id,
+                conversation=conversation,
+                role="user" if order % 2 else "assistant",
+                content=sentence(rng, rng.randint(5, 40)),
+                order=order,
+                created_at=start + timedelta(minutes=order),
+            )
+        )
+        if len(batch) == 5_000:
+            Message.objects.bulk_create(batch)
+            bar.update(len(batch))
+            batch = []
+    Message.objects.bulk_create(batch)
+    bar.update(len(batch))
+
+
+def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
+    """A team with one person of this size; returns a function measuring one profile's compose."""
     from accounts.services import create_agent, create_team, get_or_create_person
-    from conversations.composer import LAYERS, compose
-    from conversations.models import Conversation, Message
+    from conversations.composer import compose
+    from conversations.models import Conversation
     from conversations.services import record_message, start_conversation
+    from memory import vectors
     from memory.indexing import NOTES as NOTE_INDEX
     from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
 
-    settings.EMBEDDER = "local"
     rng = random.Random(7)
-    team = create_team(slug=scratch_team_slug)
+    team = create_team(slug=team_slug)
     agent = create_agent(team=team, slug="coach", persona="You are a friendly coach.")
     person = get_or_create_person(team=team, external_id="ada")
     actor = Actor("import", "bench")
@@ -121,78 +170,99 @@ def run(scratch_team_slug: str) -> None:
     for kind in ("private", "shared", "global"):
         bank = get_or_create_bank(team=team, person=person, scope=scope, kind=kind)
         update_bank_settings(bank=bank, actor=actor, changes={"soft_limit": 5_000, "hard_limit": 5_000})
-    for i in tqdm(range(NOTES), desc="notes", unit="note"):
+    for i in tqdm(range(size.notes), desc=f"{size.name}: notes", unit="note"):
         remember(
             team=team, person=person, actor=actor, scope=scope, bank=("private", "shared", "global")[i % 3],
             key=f"note-{i}", description=sentence(rng, 6)[:200], content=sentence(rng, 40),
         )  # fmt: skip
-    with tqdm(total=NOTES, desc="embedding notes", unit="note") as bar:
+    with tqdm(total=size.notes, desc=f"{size.name}: embedding notes", unit="note") as bar:
         NOTE_INDEX.reconcile(progress=bar.update)
 
     now = timezone.now()
-    own = start_conversation(team=team, agent=agent, person=person, started_at=now - timedelta(days=200))
-    batch: list[Message] = []
-    with tqdm(total=MESSAGES, desc="messages", unit="msg") as bar:
-        conversations = [own] + [
-            Conversation.objects.create(
-                team=team,
-                agent=agent,
-                person=get_or_create_person(team=team, external_id=f"other-{p}"),
-                started_at=now - timedelta(days=200),
-            )
-            for p in range(PEOPLE - 1)
-        ]
-        per_other, extra = divmod(MESSAGES - OWN_MESSAGES, PEOPLE - 1)
-        for index, conversation in enumerate(conversations):
-            count = OWN_MESSAGES if conversation is own else per_other + (1 if index <= extra else 0)
-            for order in range(1, count + 1):
-                batch.append(
-                    Message(
-                        team=team,
-                        conversation=conversation,
-                        role="user" if order % 2 else "assistant",
-                        content=sentence(rng, rng.randint(5, 40)),
-                        order=order,
-                        created_at=now - timedelta(days=200) + timedelta(minutes=order),
-                    )
-                )
-                if len(batch) == 5_000:
-                    Message.objects.bulk_create(batch)
-                    bar.update(len(batch))
-                    batch = []
-        Message.objects.bulk_create(batch)
-        bar.update(len(batch))
+    start = now - timedelta(days=200)
+    total = size.own_messages + size.earlier_messages + size.other_messages
+    with tqdm(total=total, desc=f"{size.name}: messages", unit="msg") as bar:
+        own = start_conversation(team=team, agent=agent, person=person, started_at=start)
+        _bulk_messages(own, size.own_messages, rng, start, bar)
+        earlier = size.earlier_messages // 1_000
+        for _ in range(earlier):
+            past = Conversation.objects.create(team=team, agent=agent, person=person, started_at=start)
+            _bulk_messages(past, size.earlier_messages // earlier, rng, start, bar)
+        if size.other_messages:
+            others = PEOPLE - 1
+            per_other, extra = divmod(size.other_messages, others)
+            for index in range(others):
+                other = get_or_create_person(team=team, external_id=f"other-{index}")
+                conversation = Conversation.objects.create(team=team, agent=agent, person=other, started_at=start)
+                _bulk_messages(conversation, per_other + (1 if index < extra else 0), rng, start, bar)
 
     messages = [sentence(rng, rng.randint(6, 16)) for _ in range(TURNS + 10)]
     recorded = [record_message(conversation=own, role="user", content=text) for text in messages]
-    timings: dict[str, list[float]] = {layer: [] for layer in LAYERS if layer != "persona"}
 
-    def full(i: int) -> None:
-        result = compose(
-            team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)], scope=scope
+    def measure_in_python() -> Result:
+        """The notes layer as it was chosen before: every visible note read with its content, the
+        digest sorted and the notes ranked in Python (the functions are still there for other readers)."""
+        from memory.queries import build_digest, visible_notes
+        from memory.vectors import order_by_meaning
+
+        def one(i: int) -> None:
+            vectors.forget_query_vectors()
+            seen = visible_notes(team=team, person=person, agent=agent, scope=scope)
+            build_digest(team=team, person=person, agent=agent, scope=scope, visible=seen)
+            order_by_meaning(team=team, notes=seen.notes, query=recorded[i % len(recorded)].content)
+
+        return measure(f"{size.name}: notes chosen in Python (every note read)", one, repeat=TURNS)
+
+    def measure_profile(profile: str) -> Result:
+        if profile == "python":
+            return measure_in_python()
+        timings: dict[str, list[float]] = {}
+
+        def one(i: int) -> None:
+            vectors.forget_query_vectors()  # every turn embeds its own message, as a real one does
+            result = compose(
+                team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
+                scope=scope, profile=profile,
+            )  # fmt: skip
+            if i >= 0:
+                for layer, ms in result.timings_ms.items():
+                    timings.setdefault(layer, []).append(ms)
+
+        result = measure(f"{size.name}: compose, {profile} profile", one, repeat=TURNS)
+        result.layers = timings  # type: ignore[attr-defined]
+        return result
+
+    return measure_profile
+
+
+def run(scratch_team_slug: str) -> None:
+    settings.EMBEDDER = "local"
+    measured: list[tuple[Size, Result, Result, Result]] = []
+    for index, size in enumerate(SIZES):
+        measure_profile = _populate(size, f"{scratch_team_slug}-{index}")
+        baseline = measure_profile("memory_only")
+        whole = measure_profile("full")
+        in_python = measure_profile("python")
+        measured.append((size, baseline, whole, in_python))
+
+    for size, *_ in measured:
+        print(
+            f"\n{size.name}: {size.notes:,} notes in three banks; {size.own_messages:,} messages in the conversation, "
+            f"{size.earlier_messages:,} in earlier ones, {size.other_messages:,} of other people"
         )
-        if i >= 0:
-            for layer, ms in result.timings_ms.items():
-                timings[layer].append(ms)
-
-    def memory_only(i: int) -> None:
-        compose(
-            team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
-            scope=scope, profile="memory_only",
-        )  # fmt: skip
-
-    baseline = measure("compose, memory_only profile (persona + notes)", memory_only, repeat=TURNS)
-    whole = measure("compose, full profile (all layers)", full, repeat=TURNS)
-    print(
-        f"\n{NOTES:,} notes in the person's banks, {Message.objects.filter(team=team).count():,} messages in the database"
+    print_table(
+        "Turn composition (server-side, in process): memory_only is the in-run baseline of each size",
+        [row for _, baseline, whole, _ in measured for row in ((baseline, None), (whole, baseline))],
     )
-    print_table("Turn composition", [(baseline, None), (whole, baseline)])
-    rows: list[tuple[Result, Result | None]] = [
-        (Result(f"layer: {layer}", [ms / 1000 for ms in samples]), None)
-        for layer, samples in timings.items()
-        if samples
-    ]
-    print_table("Full composition by layer", rows)
-    shares = {layer: statistics.mean(samples) for layer, samples in timings.items() if samples}
-    total = sum(shares.values())
-    print("\nshare of the mean: " + ", ".join(f"{layer} {100 * ms / total:.0f}%" for layer, ms in shares.items()))
+    for size, _, whole, in_python in measured:
+        timings: dict[str, list[float]] = whole.layers  # type: ignore[attr-defined]
+        rows: list[tuple[Result, Result | None]] = [
+            (Result(f"{size.name}: {layer}", [ms / 1000 for ms in samples]), in_python if layer == "notes" else None)
+            for layer, samples in timings.items()
+            if samples
+        ]
+        rows.append((in_python, None))
+        print_table(f"Full composition by layer, {size.name}", rows)
+        shares = {layer: statistics.mean(samples) for layer, samples in timings.items() if samples}
+        total = sum(shares.values()) or 1.0
+        print("\nshare of the mean: " + ", ".join(f"{layer} {100 * ms / total:.0f}%" for layer, ms in shares.items()))

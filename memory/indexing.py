@@ -95,7 +95,7 @@ class IndexedModel:
     def text_hash(self, row: models.Model) -> str:
         return hashlib.sha256(self.text(row).encode()).hexdigest()
 
-    def _sql_text_hash(self) -> Func:
+    def sql_text_hash(self) -> Func:
         # Must produce exactly text_hash(): sha256 of the text fields joined by newlines.
         parts: list[Any] = []
         for name in self.text_fields:
@@ -120,16 +120,27 @@ class IndexedModel:
         if not self.hashes_text:
             return rows.filter(~Exists(current))
         current = current.filter(text_hash=OuterRef("indexed_hash"))
-        stale: QuerySet[models.Model] = rows.annotate(indexed_hash=self._sql_text_hash()).filter(~Exists(current))
+        stale: QuerySet[models.Model] = rows.annotate(indexed_hash=self.sql_text_hash()).filter(~Exists(current))
         return stale
 
     # --- embedding -------------------------------------------------------------------------
 
     def schedule(self, pk: int) -> None:
-        """Index this row after the surrounding transaction commits (a no-op without an embedder)."""
+        """Index this row after the surrounding transaction commits (a no-op without an embedder).
+
+        Rows scheduled in one transaction go to one task and are embedded as one batch: the batch
+        is the transaction's after-commit callback, so a rollback drops it with the transaction. A
+        row scheduled in a savepoint rolled back later may ride along; the task skips rows that
+        do not exist.
+        """
         if get_embedder() is None:
             return
-        transaction.on_commit(lambda: dispatch(self, [pk]), robust=True)
+        connection = transaction.get_connection()
+        for _savepoints, callback, _robust in connection.run_on_commit:
+            if isinstance(callback, _Batch) and callback.indexed is self and not callback.sent:
+                callback.ids.append(pk)
+                return
+        transaction.on_commit(_Batch(self, [pk]), robust=True)  # outside a transaction: at once
 
     def schedule_many(self, pks: list[int], *, batch_size: int = 256) -> None:
         """Index these rows after the surrounding transaction commits, one task per batch (a bulk
@@ -236,6 +247,19 @@ class IndexedModel:
             if progress is not None:
                 progress(len(batch))
         return ReconcileReport(len(pending), indexed, 0)
+
+
+@dataclass
+class _Batch:
+    """The rows of one model a transaction scheduled, sent to its task once the transaction commits."""
+
+    indexed: IndexedModel
+    ids: list[int]
+    sent: bool = False
+
+    def __call__(self) -> None:
+        self.sent = True  # a batch already sent takes no more rows (the callback may outlive its run)
+        dispatch(self.indexed, list(dict.fromkeys(self.ids)))
 
 
 def dispatch(indexed: IndexedModel, ids: list[int]) -> None:

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.contrib.postgres.fields import ArrayField
+from django.db import connection, models
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from rank_bm25 import BM25Plus
 
 from accounts.models import Agent, Person, Team
 from memory import vectors  # the module, not its function: tests replace vectors.similarities
 from memory.banks import applicable_banks
+from memory.digest import digest_max_chars as digest_bound
+from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
-from memory.framing import DIGEST_HEADER, json_line
-from memory.models import DESCRIPTION_MAX, KEY_MAX, Bank, CategoryMute, Note, NoteQuerySet, OntologyNode, Revision
+from memory.indexing import namespace_for
+from memory.models import (
+    CONTENT_MAX,
+    DESCRIPTION_MAX,
+    KEY_MAX,
+    Bank,
+    CategoryMute,
+    Note,
+    NoteQuerySet,
+    NoteVector,
+    OntologyNode,
+    Revision,
+)
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 from memory.validation import check_scope_refs, validate_scope
@@ -43,7 +59,7 @@ class TagMatcher:
     """
 
     def __init__(self, team: Team, context_tags: Iterable[str]) -> None:
-        nodes = {node.node_id: node for node in OntologyNode.objects.filter(team=team)}
+        nodes = {node.node_id: node for node in OntologyNode.objects.filter(team=team).order_by()}
         by_pk = {node.pk: node for node in nodes.values()}
         self.context = set(context_tags)
         unknown = sorted(self.context - nodes.keys())
@@ -72,6 +88,10 @@ class TagMatcher:
     def matches(self, semantics: list[str]) -> bool:
         return not semantics or any(self.tag_matches(tag) for tag in semantics)
 
+    def matching(self) -> set[str]:
+        """Every tag that matches: a note applies when it has no tag or one of these."""
+        return {tag for tag in self.covered | self.endpoints.keys() if self.tag_matches(tag)}
+
 
 def shadow(notes_by_bank: list[list[Note]]) -> list[Note]:
     """Keep the narrowest bank's note for each key (banks given narrowest first)."""
@@ -93,6 +113,253 @@ class Visible:
     notes: list[Note]
 
 
+# The applicability rules as SQL, written once: the ORM expressions below and the turn's own query
+# (turn_notes) both use these.
+SCOPE_REFS_MATCH = (
+    "NOT EXISTS (SELECT 1 FROM jsonb_each({column}) AS ref(ref_type, ids) WHERE NOT "
+    "(ref.ids ?| ARRAY(SELECT jsonb_array_elements_text(({wanted})::jsonb -> ref.ref_type))))"
+)
+SEMANTICS_MATCH = "({column} = '[]'::jsonb OR {column} ?| ({tags})::text[])"
+REF_TYPES = "(SELECT count(*) FROM jsonb_object_keys({column}))"
+REF_COUNT = "(SELECT coalesce(sum(jsonb_array_length(ref.ids)), 0) FROM jsonb_each({column}) AS ref(ref_type, ids))"
+
+
+class _RefTypes(models.Func):
+    template = REF_TYPES.format(column="%(expressions)s")
+    output_field = models.IntegerField()
+
+
+class _RefCount(models.Func):
+    template = REF_COUNT.format(column="%(expressions)s")
+    output_field = models.IntegerField()
+
+
+class _TagCount(models.Func):
+    function = "jsonb_array_length"
+    output_field = models.IntegerField()
+
+
+@dataclass
+class Applicable:
+    """The applicable notes as a query, not yet read: a caller reads only the columns and rows it
+    needs (the digest its first lines, the composer the content of the notes that fit).
+
+    `unshadowed` is every applicable note, with `bank_rank` (0 for the narrowest bank read);
+    `notes` keeps the narrowest bank's note of each key, and ordered by (bank_rank, key) it is the
+    order visible_notes returns.
+    """
+
+    banks: list[Bank]
+    unshadowed: models.QuerySet[Note]
+
+    @property
+    def notes(self) -> models.QuerySet[Note]:
+        narrower = self.unshadowed.filter(
+            models.Q(key=OuterRef("key")), models.Q(("bank_rank__lt", OuterRef("bank_rank")))
+        )
+        return self.unshadowed.filter(~Exists(narrower))
+
+
+def digest_order() -> list[models.OrderBy]:
+    """digest_sort_key in SQL, then visible order for ties (Python's sort is stable)."""
+    return [
+        _RefTypes(models.F("scope_refs")).desc(),
+        _RefCount(models.F("scope_refs")).asc(),
+        _TagCount(models.F("semantics")).desc(),
+        models.F("updated_at").desc(),
+        models.F("bank_rank").asc(),
+        models.F("key").asc(),
+    ]
+
+
+class _ScopeRefsMatch(models.Func):
+    """A note's scope_refs match the context's refs (as scope_refs_match): for every ref type the
+    note names, the context holds one of its ids for that type."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, refs: dict[str, list[str]]) -> None:
+        super().__init__(models.F("scope_refs"), models.Value(json.dumps(refs)))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        column, column_params = compiler.compile(self.source_expressions[0])
+        wanted, wanted_params = compiler.compile(self.source_expressions[1])
+        return SCOPE_REFS_MATCH.format(column=column, wanted=wanted), [*column_params, *wanted_params]
+
+
+class _SemanticsMatch(models.Func):
+    """A note's semantics match (as TagMatcher.matches): no tag, or one of the matching tags."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, tags: set[str]) -> None:
+        super().__init__(models.F("semantics"), models.Value(sorted(tags), output_field=ArrayField(models.TextField())))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        column, column_params = compiler.compile(self.source_expressions[0])
+        tags, tags_params = compiler.compile(self.source_expressions[1])
+        return SEMANTICS_MATCH.format(column=column, tags=tags), [*column_params, *column_params, *tags_params]
+
+
+def applicable_notes(
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent | None,
+    scope: str = "",
+    context: TurnContext | None = None,
+    gate_on_tags: bool = True,
+) -> Applicable:
+    """Applicable, unmuted, unexpired notes, shadowed narrowest first, chosen in the database.
+
+    The rules are visible_notes' (scope_refs_match, TagMatcher, shadow), written as SQL: filtering
+    runs before shadowing, so a note is hidden only by an applicable note of the same key in a
+    narrower bank.
+    """
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    matcher = TagMatcher(team, context.tags) if gate_on_tags else None
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    rank = models.Case(
+        *(models.When(bank_id=bank.pk, then=models.Value(index)) for index, bank in enumerate(banks)),
+        output_field=models.IntegerField(),
+    )
+    notes = (
+        Note.objects.filter(team=team, bank__in=banks)
+        .live(timezone.now())
+        .annotate(bank_rank=rank)
+        .filter(_ScopeRefsMatch(refs))
+    )
+    if matcher is not None:
+        notes = notes.filter(_SemanticsMatch(matcher.matching()))
+    if agent is not None:
+        notes = notes.unmuted_for(agent, person=person)
+    return Applicable(banks=banks, unshadowed=notes)
+
+
+_TURN_NOTES = """
+WITH applicable AS (
+    SELECT n.id, n.key, n.description, n.kind, n.updated_at, n.scope_refs, n.semantics, n.content,
+           array_position(%(banks)s::bigint[], n.bank_id) AS bank_rank
+    FROM {note} n JOIN {bank} b ON b.id = n.bank_id
+    WHERE n.team_id = %(team)s AND n.bank_id = ANY(%(banks)s::bigint[])
+      AND (n.expires_at IS NULL OR n.expires_at > %(now)s)
+      AND {in_scope}
+      AND (NOT %(gate)s OR {tagged})
+      AND NOT EXISTS (
+          SELECT 1 FROM {mute} m
+          WHERE m.team_id = n.team_id AND m.agent_id = %(agent)s AND m.category = n.category
+            AND (m.person_id = b.person_id OR m.person_id = %(person)s))
+),
+shown AS (
+    SELECT *, row_number() OVER (PARTITION BY key ORDER BY bank_rank) AS shadow_rank FROM applicable
+),
+listed AS (
+    SELECT *, row_number() OVER (
+        ORDER BY {ref_types} DESC, {ref_count}, jsonb_array_length(semantics) DESC, updated_at DESC, bank_rank, key
+    ) AS digest_position
+    FROM shown WHERE shadow_rank = 1
+)
+SELECT l.id, l.key, l.description, l.digest_position,
+       length(to_json(l.key)::text), length(to_json(left(l.content, %(content_cap)s))::text), length(l.content)
+FROM listed l
+ORDER BY (l.kind = 'page') DESC, CASE WHEN l.kind = 'page' THEN NULL ELSE {distance} END ASC NULLS LAST,
+         l.updated_at DESC, l.bank_rank, l.key
+"""
+# The cosine distance of a note's current vector (see memory.vectors.similarities): this team's
+# namespace, this model and width, computed from the note's present text (indexing.NOTES.text_hash).
+_CURRENT_DISTANCE = """(
+    SELECT v.embedding <=> %(vector)s::vector FROM {vector} v
+    WHERE v.team_id = %(team)s AND v.note_id = l.id AND v.namespace = %(namespace)s AND v.model = %(model)s
+      AND v.dim = %(dim)s
+      AND v.text_hash = encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')
+    LIMIT 1)"""
+
+
+@dataclass(frozen=True)
+class TurnNote:
+    """An applicable note as the composer reads it, without its content."""
+
+    pk: int
+    key: str
+    description: str
+    digest_position: int  # 1 for the note the digest lists first (digest_sort_key)
+    key_json_chars: int  # the key's length as a JSON string
+    content_json_chars: int  # the content's first content_cap characters, as a JSON string
+    content_chars: int
+
+
+@dataclass
+class TurnNotes:
+    banks: list[Bank]
+    notes: list[TurnNote]  # the curated page first, then by meaning, then newest first
+
+
+def turn_notes(
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent,
+    scope: str,
+    context: TurnContext | None,
+    vector: Any | None,
+    model: str = "",
+    dim: int = 0,
+    content_cap: int = CONTENT_MAX,
+) -> TurnNotes:
+    """Every applicable note of a turn in one query, without its content, for the composer.
+
+    The notes and their order are visible_notes' (applicable, unmuted, unexpired, shadowed), ranked
+    as the composer gives them: the curated page first (newest first), then by cosine distance of
+    their current vector to `vector` (a vector of `model` and `dim`; notes without one after those),
+    then newest first, ties in visible order. Each row carries its place in the digest's order and
+    the JSON lengths of its key and content. Hand-written SQL rather than the ORM: compiling the
+    equivalent queryset cost more than running it. The rules' SQL is shared with applicable_notes.
+    """
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    matcher = TagMatcher(team, context.tags)
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    if not banks:
+        return TurnNotes(banks, [])
+    tables = {
+        "note": Note._meta.db_table,
+        "bank": Bank._meta.db_table,
+        "mute": CategoryMute._meta.db_table,
+        "vector": NoteVector._meta.db_table,
+    }
+    distance = "NULL::float8" if vector is None else _CURRENT_DISTANCE.format(**tables)
+    sql = _TURN_NOTES.format(
+        **tables,
+        in_scope=SCOPE_REFS_MATCH.format(column="n.scope_refs", wanted="%(refs)s"),
+        tagged=SEMANTICS_MATCH.format(column="n.semantics", tags="%(tags)s"),
+        ref_types=REF_TYPES.format(column="scope_refs"),
+        ref_count=REF_COUNT.format(column="scope_refs"),
+        distance=distance,
+    )
+    params: dict[str, Any] = {
+        "banks": [bank.pk for bank in banks],
+        "team": team.pk,
+        "now": timezone.now(),
+        "refs": json.dumps(refs),
+        "gate": True,
+        "tags": sorted(matcher.matching()),
+        "agent": agent.pk,
+        "person": person.pk,
+        "content_cap": content_cap,
+        "vector": None if vector is None else "[" + ",".join(map(repr, map(float, vector))) + "]",
+        "namespace": namespace_for(team.pk),
+        "model": model,
+        "dim": dim,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return TurnNotes(banks, [TurnNote(*row) for row in rows])
+
+
 def visible_notes(
     *,
     team: Team,
@@ -107,26 +374,14 @@ def visible_notes(
     With an agent, what the person muted for it is left out (Note.objects.unmuted_for); without
     one (the person's own lens), nothing is.
     """
-    context = context or TurnContext()
-    scope = validate_scope(scope)
-    refs = check_scope_refs(context.refs, "context.refs")
-    matcher = TagMatcher(team, context.tags) if gate_on_tags else None
-    banks = applicable_banks(team=team, person=person, scope=scope)
-    notes = Note.objects.filter(team=team, bank__in=banks).live(timezone.now()).select_related("bank")
-    if agent is not None:
-        notes = notes.unmuted_for(agent, person=person)
-    rows = list(notes)
-    per_bank: list[list[Note]] = []
-    for bank in banks:
-        applicable = [
-            note
-            for note in rows
-            if note.bank_id == bank.pk
-            and scope_refs_match(note.scope_refs, refs)
-            and (matcher is None or matcher.matches(note.semantics))
-        ]
-        per_bank.append(applicable)
-    return Visible(banks=banks, notes=shadow(per_bank))
+    found = applicable_notes(
+        team=team, person=person, agent=agent, scope=scope, context=context, gate_on_tags=gate_on_tags
+    )
+    banks = {bank.pk: bank for bank in found.banks}
+    notes = list(found.notes.order_by(models.F("bank_rank"), "key"))
+    for note in notes:
+        note.bank = banks[note.bank_id]  # the banks were read already: no join
+    return Visible(banks=found.banks, notes=notes)
 
 
 def muted_categories(*, person: Person, agent: Agent) -> set[str]:
@@ -139,38 +394,11 @@ def muted_categories(*, person: Person, agent: Agent) -> set[str]:
 
 # --- the digest -------------------------------------------------------------------------------
 
-DIGEST_EMPTY = "Nothing is remembered yet."
-DIGEST_MORE = "{count} more notes are remembered but not listed here."
-FULL_NOTICE = (
-    "The {kind} memory bank is full: new notes are refused until something is removed. If something "
-    "new is worth keeping, offer the person to drop something old or outdated first."
-)
-_LINE_OVERHEAD = len(json_line({"key": "", "description": ""}))
-
-
-def digest_line(note: Note) -> str:
-    return json_line({"key": note.key, "description": note.description})
-
-
-def digest_sort_key(note: Note) -> tuple[int, int, int, float]:
-    """Scope specificity (distinct ref types, more first), precision (fewer refs first),
-    semantic richness (more tags first), then updated_at (newest first)."""
-    specificity = len(note.scope_refs)
-    precision = sum(len(ids) for ids in note.scope_refs.values())
-    return (-specificity, precision, -len(note.semantics), -note.updated_at.timestamp())
-
 
 def digest_max_chars(limit: int | None = None) -> int:
-    """The digest's worst case, a constant of the configuration.
-
-    Keys are slugs (nothing to escape) and descriptions refuse control characters, so JSON can at
-    most double a description (a quote or backslash becomes two characters).
-    """
+    """The digest's worst case, a constant of the configuration (memory.digest.digest_max_chars)."""
     limit = settings.DIGEST_LIMIT if limit is None else limit
-    line = _LINE_OVERHEAD + KEY_MAX + 2 * DESCRIPTION_MAX + 1
-    more = len(DIGEST_MORE.format(count=10**9)) + 1
-    notices = 3 * (len(FULL_NOTICE.format(kind="private")) + 1)
-    return len(DIGEST_HEADER) + 1 + limit * line + more + notices
+    return digest_bound(limit, key_max=KEY_MAX, description_max=DESCRIPTION_MAX)
 
 
 @dataclass
@@ -192,19 +420,31 @@ def build_digest(
 ) -> Digest:
     """The standing ## Memory section. Pass `visible` when the caller already computed it."""
     if visible is None:
-        visible = visible_notes(team=team, person=person, agent=agent, scope=scope, context=context)
+        return digest_of(applicable_notes(team=team, person=person, agent=agent, scope=scope, context=context))
     ordered = sorted(visible.notes, key=digest_sort_key)
-    limit = settings.DIGEST_LIMIT
-    entries, omitted = ordered[:limit], max(0, len(ordered) - limit)
-    lines = [DIGEST_HEADER]
-    lines.extend(digest_line(note) for note in entries)
-    if not entries:
-        lines.append(DIGEST_EMPTY)
-    if omitted:
-        lines.append(DIGEST_MORE.format(count=omitted))
+    entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
     full_banks = [bank for bank in visible.banks if bank.is_full]
-    lines.extend(FULL_NOTICE.format(kind=bank.kind) for bank in full_banks)
-    return Digest(text="\n".join(lines), entries=entries, omitted=omitted, full_banks=full_banks)
+    text = render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in full_banks])
+    return Digest(text=text, entries=entries, omitted=omitted, full_banks=full_banks)
+
+
+def digest_of(found: Applicable) -> Digest:
+    """The digest of these applicable notes, in one query: the database orders them by
+    digest_sort_key (ties in visible order), reads the first DIGEST_LIMIT without their content,
+    and counts the rest."""
+    limit = settings.DIGEST_LIMIT
+    rows: list[Note] = list(
+        found.notes.defer("content")
+        .annotate(applicable=models.Window(models.Count("pk")))
+        .order_by(*digest_order())[:limit]
+    )
+    banks = {bank.pk: bank for bank in found.banks}
+    for note in rows:
+        note.bank = banks[note.bank_id]
+    omitted = max(0, getattr(rows[0], "applicable") - limit) if rows else 0  # noqa: B009 - an annotation
+    full_banks = [bank for bank in found.banks if bank.is_full]
+    text = render_digest(rows, omitted=omitted, full_kinds=[bank.kind for bank in full_banks])
+    return Digest(text=text, entries=rows, omitted=omitted, full_banks=full_banks)
 
 
 # --- recall and search ------------------------------------------------------------------------

@@ -67,6 +67,12 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
     return vector, ""
 
 
+def forget_query_vectors() -> None:
+    """Drop the kept query vectors (a benchmark measuring turns that each embed their message)."""
+    with _lock:
+        _QUERY_CACHE.clear()
+
+
 def similarities(*, team: Team, notes: list[Note], query: str) -> Similarities:
     """Cosine similarity of each note that has a vector matching the current embedder.
 

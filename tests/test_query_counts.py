@@ -94,15 +94,19 @@ def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
 
 # --- the composer, the turn and the digest ---------------------------------------------------
 
-# What visible_notes reads: the team's ontology (for the context's tags), the applicable banks,
-# then their applicable, unmuted notes with their bank (select_related).
+# What the digest reads: the team's ontology (for the context's tags), the applicable banks, then
+# the first DIGEST_LIMIT applicable, unmuted, unshadowed notes in digest order, without their
+# content, each carrying the count of all of them (a window), so the rest are counted, not read.
 VISIBLE_NOTES = 3
 # One turn's composition, when its passages are all outside the window (one search, no retry):
 COMPOSE = (
     1  # the newest messages of the conversation, for the window
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
-    + VISIBLE_NOTES  # the digest is built from the same read
-    + 1  # the note vectors of the visible notes, to order them by meaning
+    + 2  # the team's ontology (for the context's tags) and the applicable banks
+    + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
+    #      shadowed, ranked (pages, then by distance to its current vector), each with its
+    #      description, its place in the digest's order and the length of its line
+    + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the keyword search over this agent's messages with this person
     + 1  # passages: the message vectors close to the query
     + 1  # passages: the messages found, with their conversation (in_bulk)
@@ -158,10 +162,8 @@ def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
         + 2  # SAVEPOINT / RELEASE: the message is recorded in a transaction of its own
         + 1  # the conversation named (this agent's with this person only)
         + 2  # SAVEPOINT / RELEASE: record_message's own atomic block
-        + 1  # the conversation again, locked (FOR UPDATE) so orders never collide
-        + 1  # the last order in the conversation
-        + 1  # INSERT the message
-        + 1  # UPDATE the conversation's counters for the curator
+        + 1  # UPDATE the conversation's counters for the curator, which locks it so orders never collide
+        + 1  # INSERT the message after the last one (INSERT ... SELECT max(order) + 1)
         + COMPOSE
         + 1  # INSERT the turn, with its costs and the notes it used
         # After the response is sent (request_finished), the retrieval audit writes its read:

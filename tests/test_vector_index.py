@@ -9,7 +9,7 @@ import pytest
 
 from conversations.indexing import MESSAGES
 from conversations.models import Message
-from conversations.services import record_message
+from conversations.services import record_message, start_conversation
 from memory.indexing import NOTES, indexed_models, register
 from memory.models import Note
 from memory.services import remember
@@ -71,3 +71,38 @@ def test_every_scheduled_task_and_every_index_task_exists():
     names = [entry["task"] for entry in app.conf.beat_schedule.values()]
     names += [indexed.task for indexed in indexed_models()]
     assert [name for name in names if name not in app.tasks] == []
+
+
+def test_rows_scheduled_in_one_transaction_go_to_one_task(
+    tenant, person, actor, mocker, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        first = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="first")).note
+        second = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="second")).note
+        conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+        message = record_message(conversation=conversation, role="user", content="Hello there")
+
+    sent = {call.args[0].label: call.args[1] for call in dispatch.call_args_list}
+    assert dispatch.call_count == 2
+    assert sent == {"note": [first.pk, second.pk], "message": [message.pk]}
+
+
+def test_a_batch_begun_in_a_rolled_back_savepoint_is_dropped_with_it(
+    tenant, person, actor, mocker, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        try:
+            with transaction.atomic():
+                remember(team=tenant.team, person=person, actor=actor, **note_fields(key="undone"))
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        kept = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="kept")).note
+
+    assert [call.args[1] for call in dispatch.call_args_list] == [[kept.pk]]

@@ -193,6 +193,51 @@ def test_an_over_cap_stored_note_is_cut_at_render_and_flagged(tenant, person, ac
     assert "w" * 2001 not in notes.text
 
 
+TRICKY = 'She said "hi" \\ then\nleft\ttoday, café ☕ 😀 \u2028 end'
+
+
+def notes_block(result):
+    return next(b for b in result.blocks if b.layer == "notes")
+
+
+def test_a_note_is_given_exactly_when_its_line_fits_though_its_content_is_read_later(
+    tenant, person, actor, conversation, settings, caplog
+):
+    # The notes layer chooses from line lengths the database computes (JSON escaping included),
+    # then reads the content of the chosen notes only: a length off by one would show here.
+    remember(team=tenant.team, person=person, actor=actor, key="tricky", description="Quotes", content=TRICKY)
+    whole = notes_block(turn(tenant, person, conversation, "What did she say?"))
+    assert json.loads(whole.text.split("\n")[-1]) == {"key": "tricky", "content": TRICKY}
+
+    settings.NOTES_CHARS = len(whole.text)
+    fits = turn(tenant, person, conversation, "What did she say?")
+    settings.NOTES_CHARS = len(whole.text) - 1
+    short = turn(tenant, person, conversation, "What did she say?")
+
+    assert notes_block(fits).text == whole.text
+    assert len(fits.notes_used) == 1
+    assert short.notes_used == []
+    assert "omitted:1" in notes_block(short).flags
+    assert "disagreed" not in caplog.text
+
+
+def test_when_a_computed_line_length_disagrees_the_notes_are_packed_again_from_their_text(
+    tenant, person, actor, conversation, mocker, caplog
+):
+    from conversations import composer
+
+    remember(team=tenant.team, person=person, actor=actor, key="tricky", description="Quotes", content=TRICKY)
+    remember(team=tenant.team, person=person, actor=actor, key="plain", description="Plain", content="Plain words.")
+    expected = turn(tenant, person, conversation, "What did she say?")
+    mocker.patch.object(composer, "_NOTE_LINE_FRAME", composer._NOTE_LINE_FRAME + 1)
+
+    result = turn(tenant, person, conversation, "What did she say?")
+
+    assert "disagreed" in caplog.text
+    assert notes_block(result).text == notes_block(expected).text
+    assert result.notes_used == expected.notes_used
+
+
 def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, actor, conversation, settings):
     remember(team=tenant.team, person=person, actor=actor, key="cat", description="Pet", content="Miso")
     with embedding_settings(settings, Behaviour(mode="500", dim=8), model="m"):
@@ -204,7 +249,7 @@ def test_a_stopped_embedder_degrades_ordering_visibly(tenant, person, actor, con
 
 def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, person, conversation, mocker):
     chat(conversation, [("Hello", "Hi")])
-    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.turn_notes", side_effect=OperationalError("connection refused"))
     result = turn(tenant, person, conversation, "What do you know about me?")
     assert result.degraded == ["notes"]
     notes = next(b for b in result.blocks if b.layer == "notes")
@@ -214,7 +259,7 @@ def test_a_failing_memory_read_costs_the_turn_its_notes_and_says_so(tenant, pers
 
 def test_memory_failure_can_be_made_a_hard_failure(tenant, person, conversation, mocker, settings):
     settings.COMPOSER_MEMORY_FAILURE = "fail"
-    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("connection refused"))
+    mocker.patch("conversations.composer.turn_notes", side_effect=OperationalError("connection refused"))
     with pytest.raises(MemoryUnavailable):
         turn(tenant, person, conversation, "What do you know about me?")
 
@@ -225,3 +270,78 @@ def test_take_turn_records_the_message_and_the_turn(tenant, person):
     assert result.turn.costs == result.composition.costs
     again = take_turn(team=tenant.team, agent=tenant.agent, person=person, message="Second message here")
     assert again.turn.conversation_id == result.turn.conversation_id
+
+
+@pytest.mark.parametrize(
+    ("tags", "refs"), [([], {}), (["invoices"], {"work_item": ["B"]}), (["customer"], {"work_item": ["A"]})]
+)
+def test_the_notes_layer_shows_what_visible_notes_and_the_digest_show_in_the_ranked_order(
+    tenant, person, actor, conversation, index_inline, tags, refs
+):
+    # The composer reads its notes with one hand-written query; the reads of visible_notes,
+    # build_digest and order_by_meaning are the reference it must agree with: applicability (scope
+    # refs, tags, expiry, mutes), shadowing, the digest's order and the ranking by meaning.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from accounts.models import Person
+    from memory.models import OntologyNode
+    from memory.queries import TurnContext, build_digest, visible_notes
+    from memory.services import mute_category
+    from memory.vectors import order_by_meaning
+    from tests.factories import note_fields
+
+    team = tenant.team
+    billing = OntologyNode.objects.create(team=team, node_id="billing", label="Billing")
+    invoices = OntologyNode.objects.create(team=team, node_id="invoices", label="Invoices", parent=billing)
+    customer = OntologyNode.objects.create(team=team, node_id="customer", label="Customer")
+    OntologyNode.objects.create(
+        team=team, node_id="customer-pays-invoice", label="pays", kind="relationship", source=customer, target=invoices
+    )
+    apollo = "project:apollo"
+    notes = [
+        ("private", "boat", {}, [], "", "Ada sails a small wooden boat on the fjord."),
+        ("shared", "boat", {}, [], "", "The team boat is moored in Bergen."),  # shadowed by the private one
+        ("global", "boat", {}, [], "", "Ada's global boat note."),  # shadowed too
+        ("private", "item-a", {"work_item": ["A"]}, [], "", "Work item A is about invoices."),
+        ("shared", "item-b", {"work_item": ["B", "C"]}, [], "", "Work item B or C, the billing rework."),
+        ("shared", "billing-domain", {}, ["billing"], "", "Billing is owned by Finance."),
+        ("global", "pays", {}, ["customer-pays-invoice"], "", "Customers pay invoices monthly."),
+        ("global", "coffee", {}, [], "health", "Ada drinks oat milk coffee."),  # muted for this agent
+        ("shared", "standup", {}, [], "health", "Standups are at nine."),  # muted by Ada, for this agent
+        ("global", "page", {}, [], "", "Ada is a sailor and an engineer."),
+        ("private", "train", {}, [], "", "Ada is on the train to Oslo."),
+    ]
+    with index_inline():
+        for bank, key, scope_refs, semantics, category, content in notes:
+            fields = note_fields(key=key, content=content, description=f"About {key}")
+            extra = {"kind": "page"} if key == "page" else {}
+            remember(
+                team=team, person=person, actor=actor, scope=apollo, bank=bank, scope_refs=scope_refs,
+                semantics=semantics, category=category, **extra, **fields,
+            )  # fmt: skip
+    Note = type(visible_notes(team=team, person=person, agent=None, scope=apollo).notes[0])
+    Note.objects.filter(key="train").update(expires_at=timezone.now() - timedelta(minutes=1))
+    mute_category(person=person, agent=tenant.agent, category="health")
+    assert Person.objects.filter(pk=person.pk).exists()
+    context = TurnContext(refs=refs, tags=tags)
+    message = record_message(conversation=conversation, role="user", content="Tell me about the boat and billing")
+
+    result = compose(
+        team=team, agent=tenant.agent, person=person, conversation=conversation, message=message, scope=apollo,
+        context=context,
+    )  # fmt: skip
+
+    seen = visible_notes(team=team, person=person, agent=tenant.agent, scope=apollo, context=context)
+    digest = build_digest(team=team, person=person, agent=tenant.agent, scope=apollo, context=context, visible=seen)
+    pages = sorted((n for n in seen.notes if n.kind == "page"), key=lambda n: -n.updated_at.timestamp())
+    rest = order_by_meaning(team=team, notes=[n for n in seen.notes if n.kind != "page"], query=message.content)
+    block = notes_block(result).text
+    assert block.startswith(digest.text + "\n")
+    shown = [json.loads(line)["key"] for line in block[len(digest.text) :].split("\n") if line.startswith('{"key"')]
+    assert shown == [n.key for n in pages + rest.notes]
+    assert result.notes_used == [n.pk for n in pages + rest.notes]
+    assert "coffee" not in shown
+    assert "standup" not in shown
+    assert "train" not in shown

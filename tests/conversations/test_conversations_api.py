@@ -142,7 +142,7 @@ def test_a_failing_memory_read_is_a_503_when_the_operator_wants_it(tenant, setti
     from django.db import OperationalError
 
     settings.COMPOSER_MEMORY_FAILURE = "fail"
-    mocker.patch("conversations.composer.visible_notes", side_effect=OperationalError("down"))
+    mocker.patch("conversations.composer.turn_notes", side_effect=OperationalError("down"))
     response = post_turn(tenant.client)
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "memory_unavailable"
