@@ -44,7 +44,7 @@ def trim_oldest_first(lengths: Sequence[int], over: int) -> list[int | None]:
         keep = max(0, length - over)
         if index == last:
             keep = max(keep, 1)
-        over -= length - keep
+        over = max(0, over - length)  # what is still over once this part gave what it could
         keeps.append(keep)
     return keeps
 
@@ -113,9 +113,9 @@ def newest_that_fit(sizes: Sequence[int], room: int) -> int:
     """How many units, counted from the newest (the end), fit in `room` together, each unit `size`
     long and joined to the next by a newline. Units are taken whole and contiguous."""
     count = 0
-    length = 0
+    length = -1  # so the first (newest) unit adds no newline
     for size in reversed(sizes):
-        candidate = size if not count else length + 1 + size
+        candidate = length + 1 + size
         if candidate > room:
             break
         length = candidate

@@ -181,7 +181,8 @@ def _event(revision: Revision) -> DemoEvent:
     if revision.action == Revision.Action.REFUSED:
         return DemoEvent("refused", key, plain.refusal_sentence(revision, viewer="", agent_names={}))
     if revision.action == Revision.Action.DELETE:
-        return DemoEvent("delete", key, "what it said is erased.")
+        # An erased note's key is gone from the log too (it can be built from what the note said).
+        return DemoEvent("delete", "a fact" if revision.erased else key, "what it said is erased.")
     if revision.action == Revision.Action.CREATE:
         return DemoEvent("create", key, f"“{_content(revision.after)}”")
     return DemoEvent("update", key, f"“{_content(revision.before)}” → “{_content(revision.after)}”")

@@ -130,7 +130,8 @@ def removal_sentence(revision: Revision, *, viewer: str, agent_names: Mapping[st
             + (": it was only meant to last a while.")
         )
     if revision.erased or reason == "erased on the person's request":
-        return f"{who} deleted {what}; what it said is erased."
+        # Not even its key: a key can be built from what the note said (preference-cnrycake-pastries).
+        return f"{who} deleted a note; what it said is erased."
     if revision.actor == Revision.Actor.AGENT:
         because = "" if reason in ("", "forgotten on request") else f": {reason}"
         return f"{who} forgot {what} when asked to{because}."

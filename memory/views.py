@@ -161,7 +161,10 @@ def build_lens(request: LensRequest) -> list[PersonLens]:
             # A merge logs twice: the note that stays (with what it became) and each note merged away.
             | Q(action=Revision.Action.MERGE, after__isnull=True)
         )
-        .exclude(erased=True)  # an erased event has nothing left to show
+        # An erased delete stays, saying only that a note was erased; other erased events have
+        # nothing left to show, and a person erased whole leaves no list at all.
+        .exclude(Q(erased=True) & ~Q(action=Revision.Action.DELETE))
+        .exclude(person__erased_at__isnull=False)
         # Every refused write is logged, so this grows without bound: read only the newest per person.
         .annotate(newest=Window(RowNumber(), partition_by="person", order_by=["-created_at", "-id"]))
         .filter(newest__lte=REMOVALS_SHOWN)
@@ -465,7 +468,9 @@ def note_delete(request: LensRequest, note_id: int) -> HttpResponse:
     except NoteNotFound as exc:  # deleted meanwhile, by another tab or an agent
         raise Http404(exc.message) from exc
     also = f" and the {erased} message{'s' if erased != 1 else ''} it was learned from" if erased else ""
-    messages.success(request, f"Deleted {note.identity}{also}. The log keeps that it was deleted, not what it said.")
+    messages.success(
+        request, f"Deleted the note{also}. What it said is erased; the log keeps only that it was deleted."
+    )
     if request.htmx:
         return HttpResponseClientRedirect(reverse("lens"))
     return redirect("lens")

@@ -82,7 +82,7 @@ def test_owner_logs_in_reads_corrects_and_deletes_a_note(page: Page, live_server
     expect(page.get_by_role("heading", name="Delete “home-city”?")).to_be_visible()
     page.get_by_role("button", name="Delete the note").click()
     page.wait_for_url(live_server.url + "/lens/")
-    expect(page.get_by_role("status")).to_contain_text("Deleted user:ada:home-city")
+    expect(page.get_by_role("status")).to_contain_text("Deleted the note. What it said is erased")
     expect(page.get_by_role("link", name="home-city")).to_have_count(0)
     assert not Note.objects.filter(pk=owner.home.pk).exists()
 

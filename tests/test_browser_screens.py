@@ -244,8 +244,8 @@ def test_mute_delete_a_failed_save_and_the_demo_say_what_happened(page: Page, li
     page.goto(f"{base}/m/{book.pk}/delete")
     page.get_by_role("button", name="Delete the note").click()
     page.wait_for_url(base + "/lens/")
-    expect(page.locator("#announcements")).to_contain_text("Deleted user:ada:book")
-    expect(page.get_by_text("You deleted book; what it said is erased.")).to_be_visible()
+    expect(page.locator("#announcements")).to_contain_text("What it said is erased")
+    expect(page.get_by_text("You deleted a note; what it said is erased.")).to_be_visible()
     assert "lighthouses" not in page.content()
     fits_and_passes_axe(page, "deleted", artifact)
 
@@ -261,7 +261,7 @@ def test_mute_delete_a_failed_save_and_the_demo_say_what_happened(page: Page, li
     expect(page.locator("#announcements")).to_contain_text("Nothing to keep from that.")
     page.get_by_text("Correct or delete").first.click()
     page.get_by_role("button", name="Delete name").click()
-    expect(page.locator(".event.delete")).to_contain_text("Deleted name")
+    expect(page.locator(".event.delete")).to_contain_text("Deleted a fact")
     expect(page.locator("#known-count")).to_have_text("0")
     fits_and_passes_axe(page, "demo-after", artifact)
     assert Person.objects.filter(user__username="ada", team__slug="demo").exists()  # her own demo memory

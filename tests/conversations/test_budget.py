@@ -56,6 +56,7 @@ def test_nothing_is_trimmed_when_nothing_is_over():
 
 def test_trimming_takes_from_the_oldest_part_first():
     assert trim_oldest_first([10, 20, 30], 4) == [6, None, None]
+    assert trim_oldest_first([10, 20, 30], 1) == [9, None, None]  # a single character over is still over
     assert trim_oldest_first([10, 20, 30], 10) == [0, None, None]
     assert trim_oldest_first([10, 20, 30], 15) == [0, 15, None]
     assert trim_oldest_first([10, 20, 30], 30) == [0, 0, None]
@@ -158,3 +159,11 @@ def test_the_units_taken_always_fit_in_the_room(room):
     assert sum(taken) + max(0, count - 1) <= room
     if count < len(sizes):
         assert sum(sizes[len(sizes) - count - 1 :]) + count > room
+
+
+def test_newest_that_fit_counts_the_newlines_between_units_but_none_before_the_first() -> None:
+    assert newest_that_fit([5], 5) == 1
+    assert newest_that_fit([5], 4) == 0
+    assert newest_that_fit([5, 5], 11) == 2  # 5 + a newline + 5
+    assert newest_that_fit([5, 5], 10) == 1
+    assert newest_that_fit([], 10) == 0

@@ -50,7 +50,8 @@ def test_the_panel_corrects_and_deletes_a_fact(client):
     assert Revision.objects.filter(note_id=home.pk, action="update", actor="owner").exists()
 
     deleted = client.post(f"/demo/fact/{home.pk}/delete", headers=HTMX).content.decode()
-    assert "Deleted <strong>home-city</strong>: what it said is erased." in deleted
+    assert "Deleted <strong>a fact</strong>: what it said is erased." in deleted
+    assert "home-city" not in deleted.split('class="known"')[0]  # the notice names no key
     assert not Note.objects.filter(pk=home.pk).exists()
     assert "Tromsø" not in deleted  # erased, also from the notices of the earlier correction
     assert 'id="known-count">1</span>' in deleted

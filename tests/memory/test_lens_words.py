@@ -36,7 +36,10 @@ def test_the_removed_list_says_who_removed_what_when_and_why(lens_client, tenant
     assert ">Removed</h3>" in html
     agent = tenant.agent.name
     assert f"{agent} forgot “Where the person lives” (home-city) when asked to." in html
-    assert "You deleted diary; what it said is erased." in html
+    assert "You deleted a note; what it said is erased." in html
+    removed = html.split(">Removed</h3>", 1)[1]
+    assert "diary" not in removed.lower()  # not its content, description or key
+    assert "nobody may read this" not in html
     assert "“Where Ada is now” (on-a-train) expired at " in html
     assert "Merged “Where the person lives” (town) into city while tidying up similar notes." in html
     # Erased stays erased: neither what the note said nor how it was described is on the page.
