@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -107,17 +108,31 @@ TEMPLATES = [
 # --- Services: given URLs win; otherwise the embedded servers start (or are reused). ---
 DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql"))
 if DATABASE_URL:
-    # The web server is ASGI: sync views run in fresh threads, where persistent connections are
-    # never reused, so connections close per request unless an operator sets an age (with pooling).
-    DATABASES = {
-        "default": dj_database_url.parse(
-            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", default=0, minimum=0), conn_health_checks=True
-        )
-    }
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)}
 else:
     DATABASES = {"default": embedded.postgres_settings(DATA_DIR)}
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+# Each process keeps a pool of open connections (psycopg's, through Django): a request borrows one
+# and gives it back, instead of opening a new one (a new Postgres backend) every time. Under ASGI
+# each request runs on a thread of its own, where Django's persistent connections (CONN_MAX_AGE)
+# are never reused, so the pool is what keeps connections. Every process may hold up to
+# DB_POOL_MAX_SIZE: (web processes + Celery worker processes + beat) x DB_POOL_MAX_SIZE must stay
+# below the server's max_connections (`manage.py run` checks; docs/operations.md counts it out).
+DB_POOL = env_bool("DB_POOL", default=True)
+DB_POOL_MIN_SIZE = env_int("DB_POOL_MIN_SIZE", default=1, minimum=0)
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", default=10, minimum=1)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)
+DB_CONN_MAX_AGE = env_int("DB_CONN_MAX_AGE", default=0, minimum=0)
+if DB_POOL:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": min(DB_POOL_MIN_SIZE, DB_POOL_MAX_SIZE),
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": DB_POOL_TIMEOUT,
+    }
+else:
+    # Without the pool, connections last DB_CONN_MAX_AGE seconds (useful only under WSGI, whose threads live on).
+    DATABASES["default"]["CONN_MAX_AGE"] = DB_CONN_MAX_AGE
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)
@@ -255,11 +270,17 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", default=2, minimum=0, maximum=10)
 DEMO_ENABLED = env_bool("DEMO_ENABLED", default=False)
 DEMO_RATE = env_rate("DEMO_RATE", default="30/min")  # requests per visitor address
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
+# Web processes `manage.py run` starts (gunicorn workers, each an ASGI event loop with its own pool).
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", default=os.cpu_count() or 1, minimum=1, maximum=256)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
 if LLM_PROVIDER == "openai" and not (LLM_BASE_URL and LLM_MODEL):
     raise ImproperlyConfigured("LLM_PROVIDER=openai needs LLM_BASE_URL and LLM_MODEL.")
+if DB_POOL and DB_CONN_MAX_AGE:
+    raise ImproperlyConfigured(
+        f"DB_CONN_MAX_AGE={DB_CONN_MAX_AGE} needs DB_POOL=0: pooled connections are kept by the pool, not by Django."
+    )
 if VECTOR_STRONG <= VECTOR_FLOOR:
     raise ImproperlyConfigured(f"VECTOR_STRONG={VECTOR_STRONG} must be above VECTOR_FLOOR={VECTOR_FLOOR}.")
 if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:
