@@ -18,6 +18,8 @@ BENCHMARKS = {
     "curator": "bench.bench_curator",
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
+    "http": "bench.bench_http",
+    "load": "bench.bench_load",
 }
 
 
