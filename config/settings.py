@@ -157,7 +157,19 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+# Tasks are acknowledged after they ran (acks_late). When a worker dies first (SIGKILL, a lost
+# machine), Redis hands its unacknowledged tasks to another worker once CELERY_VISIBILITY_TIMEOUT
+# seconds have passed since delivery; workers sweep for them every few seconds. It must outlast the
+# longest task and the longest retry countdown (1,800 s), or a task still running or waiting runs
+# twice (every task is safe to run twice, but that is work done for nothing).
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", default=3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 5,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": max(1, min(10, CELERY_VISIBILITY_TIMEOUT // 3)),
+    "unacked_restore_throttle": 1,  # each sweep scans (the sweep itself comes every interval above)
+}
 
 # --- Security ---
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", default=False) else None
