@@ -27,6 +27,7 @@ from rest_framework.throttling import BaseThrottle
 
 from accounts.models import ApiKey
 from config.env import parse_rate
+from config.redis import cache_redis
 
 logger = logging.getLogger(__name__)
 
@@ -69,18 +70,12 @@ return {count, redis.call('HGET', KEYS[1], 'since')}
 """
 
 
-def _redis(key: str) -> Any:
-    """The redis-py client Django's cache holds for this key (its connection pool, its settings)."""
-    return cache._cache.get_client(key, write=True)  # type: ignore[attr-defined]  # RedisCache's client
-
-
 def count_request(*, scope: str, ident: str, rate: Rate) -> int:
     """Count one request against the limit. Returns 0 when it may proceed, else the seconds until it may."""
     key = cache.make_key(f"ratelimit:{scope}:{digest(ident)}:window")
     now = time.time()
     try:
-        client = _redis(key)
-        count, since = client.eval(_COUNT_SCRIPT, 1, key, repr(now), rate.seconds)
+        count, since = cache_redis().eval(_COUNT_SCRIPT, 1, key, repr(now), rate.seconds)
     except RedisError:
         logger.exception("Rate limit %s not applied: the cache (Redis) is unreachable", scope)
         return 0

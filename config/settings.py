@@ -218,6 +218,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 # Requests per API key, REST and /mcp together; over it, 429 with Retry-After.
 API_RATE = env_rate("API_RATE", default="600/min")
 API_PAGE_SIZE = 50
+# Seconds a process may go on trusting an API key it verified, while no key, agent or team changed
+# (accounts.keycache; every such write is seen at once through a mark in Redis). 0 looks every key up.
+KEY_CACHE_SECONDS = env_int("KEY_CACHE_SECONDS", default=60, minimum=0, maximum=3600)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", default=200, minimum=API_PAGE_SIZE)
 
 REST_FRAMEWORK = {

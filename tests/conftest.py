@@ -3,9 +3,12 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.conf import settings
 from playwright.sync_api import BrowserContext, expect
 
 from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
@@ -49,6 +52,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's, then at the end of the run this process's connection pool is closed before
+    the test database is dropped (Postgres refuses to drop a database with sessions on it)."""
+    yield
+    with django_db_blocker.unblock():
+        from django.db import connections
+
+        for conn in connections.all(initialized_only=True):
+            conn.close()
+            if settings.DATABASES[conn.alias].get("OPTIONS", {}).get("pool"):
+                conn.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
 
 
 @pytest.fixture(autouse=True)
