@@ -5,7 +5,9 @@ the ASGI layer add to each call."""
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,7 +79,12 @@ def run(scratch_team_slug: str) -> None:
     from django.conf import settings
     from django.test import Client as DjangoClient
 
+    from config.celery import app
+    from config.redis import redis_client
+
     settings.API_RATE = "100000000/min"  # as serve() lifts it for the server: one key makes every call
+    # The tasks the in-process writes send wait in a queue of this run's own, dropped at the end.
+    queue = app.conf.task_default_queue = f"bench-http-inprocess-{os.getpid()}"
     key, (person_in_process, person_http) = seed(scratch_team_slug, people=2, notes=NOTES)
     django_client = DjangoClient(headers={"Authorization": f"Bearer {key}"})
 
@@ -91,24 +98,38 @@ def run(scratch_team_slug: str) -> None:
 
         return call
 
-    local = {name: measure(f"{name}, in process", in_process(*spec), repeat=_repeat(name))
+    cpu: dict[tuple[str, str], float] = {}  # (name, where) -> CPU ms per call on the serving side
+
+    def timed(name: str, where: str, operation: Callable[[int], object], cpu_seconds: Callable[[], float]) -> Result:
+        before = cpu_seconds()
+        result = measure(f"{name}, {where}", operation, repeat=_repeat(name))
+        cpu[name, where] = (cpu_seconds() - before) * 1000 / (len(result.samples) + 3)  # measure's warm-up too
+        return result
+
+    local = {name: timed(name, "in process", in_process(*spec), time.process_time)
              for name, spec in calls(person_in_process).items()}  # fmt: skip
-    with serve("http") as server:
+    with serve("http", worker=False) as server:
         client = Client(server, key=key)
 
         def over_http(method: str, path: str, body: Callable[[int], Any], status: int) -> Callable[[int], object]:
             return lambda i: client.request(method, path, body(i), expect=status)
 
-        remote = {name: measure(f"{name}, over HTTP", over_http(*spec), repeat=_repeat(name))
+        remote = {name: timed(name, "over HTTP", over_http(*spec), server.web_cpu_seconds)
                   for name, spec in calls(person_http).items()}  # fmt: skip
         client.close()
-    print(f"\nA person with {NOTES} notes; {server.web_processes} web process(es); one client, keep-alive.")
+    redis_client().delete(queue)
+    print(
+        f"\nA person with {NOTES} notes; {server.web_processes} web process(es), no worker running (the tasks wait in "
+        "a queue of their own, dropped afterwards); one client, keep-alive, on the same machine."
+    )
     rows: list[tuple[Result, Result | None]] = []
     for name in local:
         rows += [(local[name], None), (remote[name], local[name])]
     print_table("The HTTP path against the same calls in process", rows)
-    print("\n| operation | in process p50 ms | over HTTP p50 ms | HTTP adds ms |")
-    print("| --- | ---: | ---: | ---: |")
+    print("\nServing-side CPU per call: the benchmark process in process, the web processes over HTTP.\n")
+    print("| operation | in process p50 ms | over HTTP p50 ms | HTTP adds ms | CPU ms in process | CPU ms over HTTP |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name in local:
         print(f"| {name} | {local[name].p50_ms:.2f} | {remote[name].p50_ms:.2f} | "
-              f"{remote[name].p50_ms - local[name].p50_ms:+.2f} |")  # fmt: skip
+              f"{remote[name].p50_ms - local[name].p50_ms:+.2f} | {cpu[name, 'in process']:.2f} | "
+              f"{cpu[name, 'over HTTP']:.2f} |")  # fmt: skip

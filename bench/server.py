@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,20 @@ class Server:
     port: int
     web_processes: int
     log_path: Path
+    master_pid: int = 0
+
+    def web_cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the web processes (gunicorn's workers)."""
+        children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children").read_text().split()
+        return sum(_cpu_seconds(int(pid)) for pid in children)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 @contextmanager
@@ -73,6 +87,7 @@ def serve(name: str, *, web_processes: int | None = None, worker: bool = True) -
     log = server.log_path.open("w")
     web = web_command(sys.executable, host=server.host, port=server.port, processes=processes)
     children = [subprocess.Popen(web, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)]
+    server = replace(server, master_pid=children[0].pid)
     if worker:
         command = worker_command(sys.executable, processes=1, name=f"{queue}@%h")
         children.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
