@@ -113,6 +113,8 @@ else:
     DATABASES = {"default": embedded.postgres_settings(DATA_DIR)}
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+# Names each session after the process that loaded the settings (pg_stat_activity.application_name).
+DATABASES["default"]["OPTIONS"].setdefault("application_name", f"mnemo-{os.getpid()}")
 # Each process keeps a pool of open connections (psycopg's, through Django): a request borrows one
 # and gives it back, instead of opening a new one (a new Postgres backend) every time. Under ASGI
 # each request runs on a thread of its own, where Django's persistent connections (CONN_MAX_AGE)

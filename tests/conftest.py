@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import BrowserContext, expect
 
 from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
+from tests.fixtures import close_connection_pool
 
 # pytest-playwright runs an event loop in the test thread; Django's ORM refuses sync calls there
 # unless told the test process is allowed to.
@@ -60,12 +60,7 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
     the test database is dropped (Postgres refuses to drop a database with sessions on it)."""
     yield
     with django_db_blocker.unblock():
-        from django.db import connections
-
-        for conn in connections.all(initialized_only=True):
-            conn.close()
-            if settings.DATABASES[conn.alias].get("OPTIONS", {}).get("pool"):
-                conn.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
+        close_connection_pool()
 
 
 @pytest.fixture(autouse=True)

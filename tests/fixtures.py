@@ -370,14 +370,27 @@ def asgi_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveS
         wait_for_other_sessions_to_end()
 
 
+def close_connection_pool() -> None:
+    """Close this process's database connections, pooled ones included (a pool is per process and
+    keeps its connections open after the threads that used them are gone)."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+        if settings.DATABASES[conn.alias].get("OPTIONS", {}).get("pool"):
+            conn.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
+
+
 def wait_for_other_sessions_to_end(deadline: float = 30.0) -> None:
     """Return once this connection is the only session on the test database (Postgres ends the
     sessions of a stopped process a moment after it exits), or after `deadline` seconds."""
     give_up = time.monotonic() + deadline
+    own = connection.settings_dict["OPTIONS"]["application_name"]  # this process's sessions (its pool's too)
     with connection.cursor() as cursor:
         while time.monotonic() < give_up:
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name <> %s",
+                [own],
             )
             if cursor.fetchone()[0] == 0:
                 return
