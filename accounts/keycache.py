@@ -23,6 +23,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 
 from accounts.models import ApiKey
+from config.redis import cache_redis
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,6 @@ MARK_KEY = "mnemo:accounts:mark"
 
 def current_mark() -> bytes | object | None:
     """The accounts mark in Redis (None when never set), or _MISSING when Redis cannot be read."""
-    from config.redis import cache_redis
-
     try:
         mark = cache_redis().get(MARK_KEY)
     except RedisError:
@@ -51,8 +50,6 @@ def current_mark() -> bytes | object | None:
 
 
 def _new_mark() -> None:
-    from config.redis import cache_redis
-
     try:
         cache_redis().set(MARK_KEY, uuid.uuid4().hex)
     except RedisError:
