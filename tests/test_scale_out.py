@@ -33,7 +33,6 @@ from tests.fixtures import (
     WorkerProcess,
     run_celery_worker,
     serve_web,
-    wait_for_other_sessions_to_end,
 )
 from tests.gated_worker import gate_client
 
@@ -48,11 +47,8 @@ CURATE_DONE = re.compile(r"Task curator\.tasks\.curate_conversation\[[^]]+\] suc
 @pytest.fixture(scope="module")
 def web(django_db_setup: None, django_db_blocker: Any) -> Iterator[list[LiveServer]]:
     """Two web servers (one process each) on the test database; the rate limit out of reach."""
-    with django_db_blocker.unblock():
-        with ExitStack() as stack:
-            yield [stack.enter_context(serve_web(name, API_RATE="1000000/min")) for name in ("scale-a", "scale-b")]
-        # The test database is dropped at the end of the run, which Postgres refuses while their sessions linger.
-        wait_for_other_sessions_to_end()
+    with ExitStack() as stack, django_db_blocker.unblock():
+        yield [stack.enter_context(serve_web(name, API_RATE="1000000/min")) for name in ("scale-a", "scale-b")]
 
 
 @pytest.fixture
