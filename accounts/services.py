@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from accounts import keycache
 from accounts.exceptions import InvalidSlug, PersonIdTooLong, SlugTaken
 from accounts.models import Agent, ApiKey, Membership, Person, Team
 from config.text import InvalidText, TextKind, check_text
@@ -91,25 +92,35 @@ def issue_api_key(*, agent: Agent, name: str = "", can_admin: bool = False) -> I
 def revoke_api_key(*, api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        keycache.accounts_changed()
         api_key.refresh_from_db(fields=["revoked_at"])
     return api_key
 
 
 def authenticate_key(raw: str) -> ApiKey | None:
-    """Return the active key matching raw, or None. Unknown, malformed and revoked keys look alike."""
+    """Return the active key matching raw, or None. Unknown, malformed and revoked keys look alike.
+
+    A key this process verified recently is not looked up again while nothing in accounts changed
+    (accounts.keycache says how that is known).
+    """
     parsed = parse_key(raw)
     if parsed is None:
         return None
     prefix, secret = parsed
     digest = hash_secret(secret)
-    candidates = ApiKey.objects.select_related("agent", "team").filter(prefix=prefix)
-    match = next((key for key in candidates if hmac.compare_digest(key.secret_hash, digest)), None)
-    if match is None or match.is_revoked:
-        return None
+    entry = f"{prefix}:{digest}"
+    match, mark = keycache.recall(entry)
+    if match is None:
+        candidates = ApiKey.objects.select_related("agent", "team").filter(prefix=prefix)
+        match = next((key for key in candidates if hmac.compare_digest(key.secret_hash, digest)), None)
+        if match is None or match.is_revoked:
+            return None
+        keycache.remember(entry, match, mark)
     now = timezone.now()
     if match.last_used_at is None or now - match.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=match.pk).update(last_used_at=now)
         match.last_used_at = now
+        keycache.touch(entry, match)
     return match
 
 

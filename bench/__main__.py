@@ -20,6 +20,8 @@ BENCHMARKS = {
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
     "reads": "bench.bench_reads",
+    "http": "bench.bench_http",
+    "load": "bench.bench_load",
 }
 
 

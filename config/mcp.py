@@ -98,7 +98,12 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
 
 
 def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """Run ORM work in Django's thread for async callers, tidying connections as a request would."""
+    """Run ORM work in a worker thread for async callers, tidying connections as a request would.
+
+    Not thread-sensitive: that would run every MCP call of the process on one shared thread, one at
+    a time. Each call here is whole in itself (it opens, uses and gives back its own connection),
+    so calls run side by side on the event loop's thread pool, as Django's own requests do.
+    """
 
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         close_old_connections()
@@ -107,7 +112,7 @@ def _in_thread[**P, R](func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         finally:
             close_old_connections()
 
-    return sync_to_async(run, thread_sensitive=True)
+    return sync_to_async(run, thread_sensitive=False)
 
 
 _flushes: set[asyncio.Future[int]] = set()  # held until done: the loop keeps only weak references to tasks

@@ -27,6 +27,7 @@ from rest_framework.throttling import BaseThrottle
 
 from accounts.models import ApiKey
 from config.env import parse_rate
+from config.redis import cache_redis
 
 logger = logging.getLogger(__name__)
 
@@ -56,21 +57,31 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+# One round trip per counted request: add one to the window's count, and open the window (note
+# when, and let it expire after the period) if this request is its first. A script runs atomically,
+# so the window cannot expire between the two.
+_COUNT_SCRIPT = """
+local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+if count == 1 then
+  redis.call('HSET', KEYS[1], 'since', ARGV[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+return {count, redis.call('HGET', KEYS[1], 'since')}
+"""
+
+
 def count_request(*, scope: str, ident: str, rate: Rate) -> int:
     """Count one request against the limit. Returns 0 when it may proceed, else the seconds until it may."""
-    key = f"ratelimit:{scope}:{digest(ident)}"
+    key = cache.make_key(f"ratelimit:{scope}:{digest(ident)}:window")
     now = time.time()
     try:
-        count = increment(f"{key}:count", timeout=rate.seconds)
-        if count == 1:  # this request opened the window: note when, for Retry-After
-            cache.set(f"{key}:since", now, timeout=rate.seconds)
-        if count <= rate.limit:
-            return 0
-        since = cache.get(f"{key}:since")
+        count, since = cache_redis().eval(_COUNT_SCRIPT, 1, key, repr(now), rate.seconds)
     except RedisError:
         logger.exception("Rate limit %s not applied: the cache (Redis) is unreachable", scope)
         return 0
-    opened = since if isinstance(since, float) else now
+    if int(count) <= rate.limit:
+        return 0
+    opened = float(since) if since is not None else now
     return max(1, math.ceil(opened + rate.seconds - now))
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -107,17 +108,33 @@ TEMPLATES = [
 # --- Services: given URLs win; otherwise the embedded servers start (or are reused). ---
 DATABASE_URL = env_url("DATABASE_URL", schemes=("postgres", "postgresql"))
 if DATABASE_URL:
-    # The web server is ASGI: sync views run in fresh threads, where persistent connections are
-    # never reused, so connections close per request unless an operator sets an age (with pooling).
-    DATABASES = {
-        "default": dj_database_url.parse(
-            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", default=0, minimum=0), conn_health_checks=True
-        )
-    }
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)}
 else:
     DATABASES = {"default": embedded.postgres_settings(DATA_DIR)}
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+# Names each session after the process that loaded the settings (pg_stat_activity.application_name).
+DATABASES["default"]["OPTIONS"].setdefault("application_name", f"mnemo-{os.getpid()}")
+# Each process keeps a pool of open connections (psycopg's, through Django): a request borrows one
+# and gives it back, instead of opening a new one (a new Postgres backend) every time. Under ASGI
+# each request runs on a thread of its own, where Django's persistent connections (CONN_MAX_AGE)
+# are never reused, so the pool is what keeps connections. Every process may hold up to
+# DB_POOL_MAX_SIZE: (web processes + Celery worker processes + beat) x DB_POOL_MAX_SIZE must stay
+# below the server's max_connections (`manage.py run` checks; docs/operations.md counts it out).
+DB_POOL = env_bool("DB_POOL", default=True)
+DB_POOL_MIN_SIZE = env_int("DB_POOL_MIN_SIZE", default=1, minimum=0)
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", default=10, minimum=1)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)
+DB_CONN_MAX_AGE = env_int("DB_CONN_MAX_AGE", default=0, minimum=0)
+if DB_POOL:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": min(DB_POOL_MIN_SIZE, DB_POOL_MAX_SIZE),
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": DB_POOL_TIMEOUT,
+    }
+else:
+    # Without the pool, connections last DB_CONN_MAX_AGE seconds (useful only under WSGI, whose threads live on).
+    DATABASES["default"]["CONN_MAX_AGE"] = DB_CONN_MAX_AGE
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)
@@ -142,7 +159,19 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+# Tasks are acknowledged after they ran (acks_late). When a worker dies first (SIGKILL, a lost
+# machine), Redis hands its unacknowledged tasks to another worker once CELERY_VISIBILITY_TIMEOUT
+# seconds have passed since delivery; workers sweep for them every few seconds. It must outlast the
+# longest task and the longest retry countdown (1,800 s), or a task still running or waiting runs
+# twice (every task is safe to run twice, but that is work done for nothing).
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", default=3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 5,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": max(1, min(10, CELERY_VISIBILITY_TIMEOUT // 3)),
+    "unacked_restore_throttle": 1,  # each sweep scans (the sweep itself comes every interval above)
+}
 
 # --- Security ---
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", default=False) else None
@@ -191,6 +220,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 # Requests per API key, REST and /mcp together; over it, 429 with Retry-After.
 API_RATE = env_rate("API_RATE", default="600/min")
 API_PAGE_SIZE = 50
+# Seconds a process may go on trusting an API key it verified, while no key, agent or team changed
+# (accounts.keycache; every such write is seen at once through a mark in Redis). 0 looks every key up.
+KEY_CACHE_SECONDS = env_int("KEY_CACHE_SECONDS", default=60, minimum=0, maximum=3600)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", default=200, minimum=API_PAGE_SIZE)
 
 REST_FRAMEWORK = {
@@ -257,11 +289,17 @@ DEMO_RATE = env_rate("DEMO_RATE", default="30/min")  # requests per visitor addr
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
 # The retrieval audit (what agents looked up about a person) keeps each read this many days.
 READ_AUDIT_DAYS = env_int("READ_AUDIT_DAYS", default=90, minimum=1)
+# Web processes `manage.py run` starts (gunicorn workers, each an ASGI event loop with its own pool).
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", default=os.cpu_count() or 1, minimum=1, maximum=256)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
 if LLM_PROVIDER == "openai" and not (LLM_BASE_URL and LLM_MODEL):
     raise ImproperlyConfigured("LLM_PROVIDER=openai needs LLM_BASE_URL and LLM_MODEL.")
+if DB_POOL and DB_CONN_MAX_AGE:
+    raise ImproperlyConfigured(
+        f"DB_CONN_MAX_AGE={DB_CONN_MAX_AGE} needs DB_POOL=0: pooled connections are kept by the pool, not by Django."
+    )
 if VECTOR_STRONG <= VECTOR_FLOOR:
     raise ImproperlyConfigured(f"VECTOR_STRONG={VECTOR_STRONG} must be above VECTOR_FLOOR={VECTOR_FLOOR}.")
 if MEMORY_HARD_LIMIT < MEMORY_SOFT_LIMIT:

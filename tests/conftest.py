@@ -5,11 +5,13 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import BrowserContext, expect
 
 from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
+from tests.fixtures import close_connection_pool
 
 # pytest-playwright runs an event loop in the test thread; Django's ORM refuses sync calls there
 # unless told the test process is allowed to.
@@ -50,6 +52,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's, then at the end of the run this process's connection pool is closed before
+    the test database is dropped (Postgres refuses to drop a database with sessions on it)."""
+    yield
+    with django_db_blocker.unblock():
+        close_connection_pool()
 
 
 @pytest.fixture(autouse=True)

@@ -322,6 +322,36 @@ def serve_asgi(name: str, **env_overrides: str) -> Iterator[LiveServer]:
         log.close()
 
 
+@contextmanager
+def serve_web(name: str, *, processes: int = 1, **env_overrides: str) -> Iterator[LiveServer]:
+    """The web processes exactly as `manage.py run` starts them (gunicorn with uvicorn's worker
+    class, its command line), on this run's test database. Call it with the database unblocked."""
+    from config.management.commands.run import web_command
+
+    env = {**subprocess_env(), **env_overrides}
+    server = LiveServer("127.0.0.1", free_port(), settings.DATA_DIR / f"test-web-{name}-{os.getpid()}.log")
+    log = server.log_path.open("w+")
+    command = web_command(sys.executable, host=server.host, port=server.port, processes=processes)
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + WORKER_DEADLINE
+        answered = 0
+        while answered < 2 * processes:  # the listening socket is shared: ask until every process could have answered
+            if process.poll() is not None:
+                pytest.fail(f"gunicorn exited during start-up:\n{server.log()[-4000:]}")
+            try:
+                httpx.get(f"{server.url}/mcp", timeout=5)  # 401 at once: no database, worker or redis involved
+                answered += 1
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"gunicorn did not answer within {WORKER_DEADLINE:.0f}s:\n{server.log()[-4000:]}")
+                time.sleep(0.1)
+        yield server
+    finally:
+        stop_process(process, timeout=15)
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def asgi_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveServer]:
     """The ASGI app under uvicorn on the test database, with the rate limit out of the tests' reach.
@@ -340,14 +370,27 @@ def asgi_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveS
         wait_for_other_sessions_to_end()
 
 
+def close_connection_pool() -> None:
+    """Close this process's database connections, pooled ones included (a pool is per process and
+    keeps its connections open after the threads that used them are gone)."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+        if settings.DATABASES[conn.alias].get("OPTIONS", {}).get("pool"):
+            conn.close_pool()  # type: ignore[attr-defined]  # the PostgreSQL backend's
+
+
 def wait_for_other_sessions_to_end(deadline: float = 30.0) -> None:
     """Return once this connection is the only session on the test database (Postgres ends the
     sessions of a stopped process a moment after it exits), or after `deadline` seconds."""
     give_up = time.monotonic() + deadline
+    own = connection.settings_dict["OPTIONS"]["application_name"]  # this process's sessions (its pool's too)
     with connection.cursor() as cursor:
         while time.monotonic() < give_up:
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name <> %s",
+                [own],
             )
             if cursor.fetchone()[0] == 0:
                 return

@@ -1,3 +1,4 @@
+import httpx
 import pytest
 from rest_framework.test import APIClient
 
@@ -76,3 +77,46 @@ def test_a_key_of_one_agent_never_authenticates_another(tenant):
     forged = f"{scheme}_{prefix}_{other.plaintext.split('_', 2)[2]}"
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {forged}")
     assert client.get("/api/v1/me").status_code == 401
+
+
+def test_a_verified_key_is_not_looked_up_again_until_accounts_change(tenant, django_assert_num_queries):
+    assert tenant.client.get("/api/v1/me").status_code == 200  # looked up (and last_used_at written)
+    with django_assert_num_queries(0):
+        assert tenant.client.get("/api/v1/me").json()["agent_name"] == tenant.agent.name
+    tenant.agent.name = "Renamed"
+    tenant.agent.save()
+    with django_assert_num_queries(1):  # the agent changed: the key is looked up again, and the change seen
+        assert tenant.client.get("/api/v1/me").json()["agent_name"] == "Renamed"
+    with django_assert_num_queries(0):
+        tenant.client.get("/api/v1/me")
+
+
+def test_a_revoked_key_is_refused_at_once_even_after_it_was_verified(tenant):
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    revoke_api_key(api_key=tenant.key.api_key)
+    assert tenant.client.get("/api/v1/me").status_code == 401
+
+
+def test_with_key_caching_off_every_request_looks_its_key_up(tenant, settings, django_assert_num_queries):
+    settings.KEY_CACHE_SECONDS = 0
+    tenant.client.get("/api/v1/me")
+    with django_assert_num_queries(1):
+        tenant.client.get("/api/v1/me")
+
+
+def test_a_remembered_key_is_not_trusted_for_another_prefix(tenant):
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    _, prefix, secret = tenant.key.plaintext.split("_")
+    forged = APIClient()
+    forged.credentials(HTTP_AUTHORIZATION=f"Bearer mnemo_{'0' * len(prefix)}_{secret}")
+    assert forged.get("/api/v1/me").status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_revoked_elsewhere_is_refused_by_a_server_that_verified_it(tenant, web_server):
+    headers = {"Authorization": f"Bearer {tenant.key.plaintext}"}
+    assert httpx.get(f"{web_server}/api/v1/me", headers=headers).status_code == 200
+    assert httpx.get(f"{web_server}/api/v1/me", headers=headers).status_code == 200  # remembered there now
+    revoke_api_key(api_key=tenant.key.api_key)  # in this process: the server learns it through Redis
+    assert httpx.get(f"{web_server}/api/v1/me", headers=headers).status_code == 401

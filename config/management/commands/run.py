@@ -10,14 +10,45 @@ import time
 import urllib.request
 from collections.abc import Callable
 from types import FrameType
+from typing import cast
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection, connections
+from django.db.backends.postgresql.base import DatabaseWrapper as PostgresWrapper
 
 from config import embedded
 
 STARTUP_TIMEOUT = 90
+
+
+def web_command(python: str, *, host: str, port: int, processes: int) -> list[str]:
+    """gunicorn with uvicorn's worker class: `processes` event loops, each with its own connection pool.
+
+    Not `uvicorn --workers`: its shared listening socket lacks TCP_NODELAY, which stalls every
+    keep-alive response by the delayed-ACK timer (about 40 ms); gunicorn's socket has it.
+    """
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [python, "-m", "gunicorn", "config.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker",
+            "--workers", str(processes), "--bind", bind, "--graceful-timeout", "5", "--timeout", "120", "--no-control-socket"]  # fmt: skip
+
+
+def worker_command(python: str, *, processes: int, name: str) -> list[str]:
+    """A Celery worker of `processes` prefork processes on the default queue (CELERY_QUEUE)."""
+    return [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO", "--concurrency", str(processes),
+            "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", name]  # fmt: skip
+
+
+def connection_budget(*, web: int, workers: int) -> int:
+    """The most database connections `manage.py run` may hold at once.
+
+    A web process holds up to DB_POOL_MAX_SIZE (requests run concurrently, each on a connection
+    of its own); a Celery worker process runs one task at a time on one connection (Celery closes
+    the pool around each task); the worker's parent process and beat may hold one each. Without
+    the pool (DB_POOL=0) a web process opens one per request in flight, counted the same way.
+    """
+    return web * settings.DB_POOL_MAX_SIZE + workers + 2
 
 
 class Command(BaseCommand):
@@ -27,22 +58,32 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
+        parser.add_argument(
+            "--web-concurrency", type=int, default=settings.WEB_CONCURRENCY,
+            help="Web processes (default WEB_CONCURRENCY, itself the number of cores).",
+        )  # fmt: skip
 
-    def handle(self, *args: object, host: str, port: int, concurrency: int, **options: object) -> None:
+    def handle(
+        self, *args: object, host: str, port: int, concurrency: int, web_concurrency: int, **options: object
+    ) -> None:
+        if web_concurrency < 1 or concurrency < 1:
+            raise CommandError("--web-concurrency and --concurrency must be at least 1.")
         self.stdout.write(f"Data dir: {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write("Demo tenant:")
         call_command("bootstrap_demo")
+        self._check_connection_budget(web=web_concurrency, workers=concurrency)
+        # This process serves nothing from here on: give its connections back to Postgres.
+        connections.close_all()
+        if settings.DB_POOL:
+            cast(PostgresWrapper, connection).close_pool()
 
         python = sys.executable
         beat_schedule = settings.DATA_DIR / "celerybeat-schedule"
         commands = {
-            "web": [python, "-m", "uvicorn", "config.asgi:application", "--host", host, "--port", str(port),
-                    "--no-access-log", "--timeout-graceful-shutdown", "5"],
-            "worker": [python, "-m", "celery", "-A", "config", "worker", "-l", "INFO",
-                       "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
-                       "--without-heartbeat", "-n", f"mnemo-{port}@%h"],
+            "web": web_command(python, host=host, port=port, processes=web_concurrency),
+            "worker": worker_command(python, processes=concurrency, name=f"mnemo-{port}@%h"),
             "beat": [python, "-m", "celery", "-A", "config", "beat", "-l", "INFO",
                      "--schedule", str(beat_schedule)],
         }  # fmt: skip
@@ -63,6 +104,7 @@ class Command(BaseCommand):
             self._wait_until_healthy(url, children, lambda: stopping)
             if not stopping:
                 self.stdout.write(self.style.SUCCESS(f"Mnemo is up at {url}"))
+                self.stdout.write(f"{web_concurrency} web process(es), {concurrency} Celery worker process(es), beat.")
                 self.stdout.write(self._where(url))
             while not stopping:
                 for name, child in children.items():
@@ -106,6 +148,22 @@ class Command(BaseCommand):
                 + "; `make stop` stops it all."
             )
         return "\n".join(lines)
+
+    def _check_connection_budget(self, *, web: int, workers: int) -> None:
+        """Refuse to start processes that could together open more connections than Postgres allows."""
+        needed = connection_budget(web=web, workers=workers)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
+            )
+            available = cursor.fetchone()[0]
+        if needed > available:
+            raise CommandError(
+                f"{web} web process(es) x DB_POOL_MAX_SIZE={settings.DB_POOL_MAX_SIZE} plus {workers} Celery worker "
+                f"process(es) may open {needed} database connections; Postgres allows {available}. "
+                "Lower WEB_CONCURRENCY or DB_POOL_MAX_SIZE, or raise max_connections."
+            )
+        self.stdout.write(f"Database connections: up to {needed} of the {available} Postgres allows.")
 
     def _wait_until_healthy(
         self, url: str, children: dict[str, subprocess.Popen[bytes]], stopping: Callable[[], bool]

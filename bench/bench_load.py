@@ -1,0 +1,125 @@
+"""The real server under load: N concurrent clients (1, 4, 16), each an agent's session with a
+person of its own, mixing turns, replies, recall and remember for a fixed time, against the web
+processes and Celery worker `manage.py run` starts (the worker embeds and curates meanwhile).
+
+Reports throughput, p50/p95 and errors per level, and throughput against one client's (the
+in-run baseline). The clients run on the same machine as the server and share its cores."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+
+from bench.bench_http import seed
+from bench.server import Client, Server, serve
+
+LEVELS = (1, 4, 16)
+SECONDS = 10.0  # per level
+NOTES = 30  # per person
+QUERIES = ["coffee before climbing", "what does she do on weekends", "music she likes", "where does he run"]
+
+
+@dataclass
+class Tally:
+    samples: list[float] = field(default_factory=list)
+    by_operation: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def session(server: Server, *, key: str, person: str, until: float, tally: Tally, lock: threading.Lock) -> None:
+    """One client: turn, reply, recall, remember, over and over, until the deadline."""
+    client = Client(server, key=key)
+    i = 0
+    while time.monotonic() < until:
+        i += 1
+        steps = [
+            ("turn", "POST", "/api/v1/turns", {"person": person, "message": f"Any tips for today? ({i})"}, 201),
+            ("reply", "POST", "", {"content": f"Try the morning climb, then a flat white. ({i})"}, 201),
+            ("recall", "POST", "/api/v1/tools/recall_memories", {"person": person, "query": QUERIES[i % 4]}, 200),
+            ("remember", "POST", "/api/v1/tools/remember",
+             {"person": person, "key": f"plan-{i % 5}", "description": "A plan they mentioned",
+              "content": f"They plan to try route {i} this week."}, 200),
+        ]  # fmt: skip
+        turn_id = None
+        for name, method, path, body, status in steps:
+            if name == "reply":
+                if turn_id is None:
+                    continue
+                path = f"/api/v1/turns/{turn_id}/reply"
+            start = time.perf_counter()
+            try:
+                answer = client.request(method, path, body, expect=status)
+            except Exception as exc:  # every failure is counted and the first few shown
+                with lock:
+                    tally.errors.append(f"{name}: {exc}")
+                continue
+            elapsed = time.perf_counter() - start
+            if name == "turn":
+                turn_id = answer["turn"]
+            if time.monotonic() <= until:
+                with lock:
+                    tally.samples.append(elapsed)
+                    tally.by_operation.setdefault(name, []).append(elapsed)
+    client.close()
+
+
+def drive(server: Server, *, key: str, people: list[str], clients: int) -> tuple[Tally, float]:
+    tally, lock = Tally(), threading.Lock()
+    start = time.monotonic()
+    until = start + SECONDS
+    threads = [
+        threading.Thread(target=session, args=(server,), kwargs={"key": key, "person": people[c], "until": until,
+                                                               "tally": tally, "lock": lock})
+        for c in range(clients)
+    ]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally, time.monotonic() - start
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
+
+
+def run(scratch_team_slug: str) -> None:
+    key, people = seed(scratch_team_slug, people=max(LEVELS), notes=NOTES)
+    results: list[tuple[int, Tally, float]] = []
+    with serve("load") as server:
+        drive(server, key=key, people=people, clients=2 * server.web_processes)  # warm every web process
+        for clients in LEVELS:
+            tally, seconds = drive(server, key=key, people=people, clients=clients)
+            results.append((clients, tally, seconds))
+    print(
+        f"\n{server.web_processes} web process(es) and one Celery worker process (as `manage.py run` starts them); "
+        f"each client a person of its own with {NOTES} notes; {SECONDS:.0f} s per level; clients on the same machine."
+    )
+    print("\n### Load: turns, replies, recall and remember from N concurrent clients\n")
+    print("| clients | requests | req/s | p50 ms | p95 ms | errors | x 1 client req/s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    base = len(results[0][1].samples) / results[0][2]
+    for clients, tally, seconds in results:
+        rate = len(tally.samples) / seconds
+        print(
+            f"| {clients} | {len(tally.samples)} | {rate:.1f} | {percentile(tally.samples, 0.5):.1f} | "
+            f"{percentile(tally.samples, 0.95):.1f} | {len(tally.errors)} | {rate / base:.2f} |"
+        )
+    print(
+        "\n| clients | " + " | ".join(f"{name} p50 / p95 ms" for name in ("turn", "reply", "recall", "remember")) + " |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for clients, tally, _ in results:
+        cells = []
+        for name in ("turn", "reply", "recall", "remember"):
+            samples = tally.by_operation.get(name, [])
+            cells.append(
+                f"{statistics.median(samples) * 1000:.1f} / {percentile(samples, 0.95):.1f}" if samples else "—"
+            )
+        print(f"| {clients} | " + " | ".join(cells) + " |")
+    errors = [error for _, tally, _ in results for error in tally.errors]
+    if errors:
+        print(f"\nFirst errors ({len(errors)} in all):\n" + "\n".join(f"- {error[:300]}" for error in errors[:5]))

@@ -1,0 +1,162 @@
+"""The real server for the HTTP benchmarks: web processes and a Celery worker started the way
+`manage.py run` starts them (its own command lines), on the benchmark's scratch database and a
+queue of their own, and a keep-alive HTTP client to drive them."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+START_DEADLINE = 90.0
+
+
+def _database_url() -> str:
+    """A DATABASE_URL for the server's processes to reach the benchmark's scratch database."""
+    from django.db import connection
+
+    params = connection.settings_dict
+    host = params.get("HOST") or params.get("OPTIONS", {}).get("host", "")
+    port = params.get("PORT") or "5432"
+    user, password = params.get("USER") or "postgres", params.get("PASSWORD") or ""
+    if host.startswith("/"):
+        return f"postgresql://{user}:{password}@/{params['NAME']}?host={host}&port={port}"
+    return f"postgresql://{user}:{password}@{host}:{port}/{params['NAME']}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+    web_processes: int
+    log_path: Path
+    master_pid: int = 0
+
+    def web_cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the web processes (gunicorn's workers)."""
+        children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children").read_text().split()
+        return sum(_cpu_seconds(int(pid)) for pid in children)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+@contextmanager
+def serve(name: str, *, web_processes: int | None = None, worker: bool = True) -> Iterator[Server]:
+    """Start `web_processes` web processes (default WEB_CONCURRENCY) and, with `worker`, one Celery
+    worker process; stop them (by pid) when the block ends. The rate limit is lifted: the
+    clients here are one agent's key driving far more than API_RATE allows."""
+    from django.conf import settings
+
+    from config.management.commands.run import web_command, worker_command
+
+    processes = web_processes or settings.WEB_CONCURRENCY
+    queue = f"bench-{name}-{os.getpid()}"
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CELERY_QUEUE": queue,
+        "EMBEDDER": settings.EMBEDDER,
+        "API_RATE": "100000000/min",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    server = Server("127.0.0.1", _free_port(), processes, settings.DATA_DIR / f"bench-{name}.log")
+    log = server.log_path.open("w")
+    web = web_command(sys.executable, host=server.host, port=server.port, processes=processes)
+    children = [subprocess.Popen(web, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)]
+    server = replace(server, master_pid=children[0].pid)
+    if worker:
+        command = worker_command(sys.executable, processes=1, name=f"{queue}@%h")
+        children.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        _wait_until_up(server, children)
+        yield server
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        log.close()
+        _purge(queue)
+
+
+def _wait_until_up(server: Server, children: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + START_DEADLINE
+    while True:
+        for child in children:
+            if child.poll() is not None:
+                raise RuntimeError(f"A server process exited during start-up; see {server.log_path}.")
+        try:
+            # 401 without touching the database; every web process must be serving, so ask a few times.
+            client = Client(server, key="")
+            for _ in range(4 * server.web_processes):
+                client.request("GET", "/api/v1/me", expect=401)
+            client.close()
+            return
+        except (OSError, http.client.HTTPException) as exc:
+            if time.monotonic() > deadline:
+                message = f"The server did not answer within {START_DEADLINE:.0f}s; see {server.log_path}."
+                raise RuntimeError(message) from exc
+            time.sleep(0.2)
+
+
+def _purge(queue: str) -> None:
+    """Drop what the worker had not run yet (the queue is this run's own: a Redis list of its name)."""
+    from config.redis import redis_client
+
+    redis_client().delete(queue)
+
+
+class Client:
+    """One keep-alive connection with one API key, as an agent's HTTP client holds it."""
+
+    def __init__(self, server: Server, *, key: str) -> None:
+        self.server = server
+        self.headers = {"Content-Type": "application/json"}
+        if key:
+            self.headers["Authorization"] = f"Bearer {key}"
+        self.conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None, *, expect: int = 200) -> Any:
+        """Send one request; return the decoded JSON body. Raise RuntimeError on any other status."""
+        payload = json.dumps(body).encode() if body is not None else None
+        try:
+            self.conn.request(method, path, body=payload, headers=self.headers)
+            response = self.conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()  # reconnects on the next request
+            raise
+        if response.status != expect:
+            raise RuntimeError(f"{method} {path}: {response.status} {raw[:200]!r}")
+        return json.loads(raw) if raw else None
+
+    def close(self) -> None:
+        self.conn.close()
