@@ -29,8 +29,8 @@ def _install(prefix: str) -> None:
     apply = services._apply
     client = gate_client()
 
-    def gated_apply(op: Any, conversation: Any, actor: Any) -> None:
-        apply(op, conversation, actor)
+    def gated_apply(op: Any, conversation: Any, actor: Any, *, read: Any) -> None:
+        apply(op, conversation, actor, read=read)
         if client.delete(f"{prefix}armed:{conversation.pk}"):  # the first pass only: delete is atomic
             client.rpush(f"{prefix}held", f"{os.getppid()} {os.getpid()}")
             client.blpop([f"{prefix}go"], timeout=GATE_WAIT_SECONDS)
