@@ -16,7 +16,7 @@ help:
 	@echo "make run     migrate, create the demo tenant, serve web + worker + beat with the demo on (Ctrl-C stops all)"
 	@echo "make test    lint, type check, migrations check and the whole test suite"
 	@echo "make bench   benchmarks under bench/, printing tables with in-run baselines (BENCH=\"compose locomo\" for some)"
-	@echo "make mutate  mutation testing of the pure rules (memory/policy.py, memory/text.py); not part of make test"
+	@echo "make mutate  mutation testing of the pure rules (policy, text, digest, composer budget); not part of make test"
 	@echo "make lint    ruff check and format check"
 	@echo "make typecheck  mypy with the Django and DRF plugins (configured in pyproject.toml)"
 	@echo "make stop    stop the embedded Postgres and Redis"
