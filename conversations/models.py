@@ -135,3 +135,28 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.pk} of {self.conversation_id}"
+
+
+class ConversationImport(models.Model):
+    """One accepted history import: what it recorded, for the job resource that shows embedding progress.
+
+    The messages it created are kept as runs of consecutive ids ([first, last] pairs), which is
+    compact for a bulk insert and exact: every id inside a run is one this import wrote. Nothing
+    of the messages' content is kept here.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    lines = models.PositiveIntegerField(default=0)
+    conversations_created = models.PositiveIntegerField(default=0)
+    conversations_matched = models.PositiveIntegerField(default=0)
+    messages_created = models.PositiveIntegerField(default=0)
+    messages_present = models.PositiveIntegerField(default=0)
+    message_id_runs = models.JSONField(default=list, help_text="[first, last] runs of the ids of the messages created.")
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "agent", "-created_at"], name="conversationimport_recent")]
+
+    def __str__(self) -> str:
+        return f"import {self.pk}: {self.messages_created} messages"

@@ -8,11 +8,11 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
-from conversations.models import Conversation, Message, MessageVector
+from conversations.models import Conversation, ConversationImport, Message, MessageVector
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.text import STOP_WORDS, real_word_count, words
@@ -226,3 +226,49 @@ def recent_messages(
         messages = messages.filter(conversation=conversation)
     latest = list(messages.select_related("conversation").order_by("-created_at", "-order", "-pk")[:limit])
     return list(reversed(latest))
+
+
+# --- history imports ---------------------------------------------------------------------------
+
+
+@dataclass
+class ImportProgress:
+    """A history import as its job resource shows it: what was recorded, and how far embedding is."""
+
+    job: ConversationImport
+    status: str  # "embedding", "done", or "not_embedding" (no embedder is configured)
+    messages_embedded: int
+    messages_waiting: int
+    messages_deleted: int  # created by the import, deleted or erased since
+    embedder: str
+
+
+def import_progress(job: ConversationImport) -> ImportProgress:
+    """Count, among the messages the import created that still exist, those with a vector of the current model."""
+    runs = Q()
+    for first, last in job.message_id_runs:
+        runs |= Q(pk__range=(first, last))
+    existing = Message.objects.filter(runs, team_id=job.team_id).count() if job.message_id_runs else 0
+    embedder = get_embedder()
+    embedded = 0
+    if embedder is not None and job.message_id_runs:
+        vector_runs = Q()
+        for first, last in job.message_id_runs:
+            vector_runs |= Q(message_id__gte=first, message_id__lte=last)
+        embedded = MessageVector.objects.filter(
+            vector_runs,
+            team_id=job.team_id,
+            namespace=namespace_for(job.team_id),
+            model=embedder.model,
+            dim=embedder.dim,
+        ).count()
+    waiting = existing - embedded
+    state = "not_embedding" if embedder is None else "embedding" if waiting else "done"
+    return ImportProgress(
+        job=job,
+        status=state,
+        messages_embedded=embedded,
+        messages_waiting=waiting if embedder is not None else 0,
+        messages_deleted=job.messages_created - existing,
+        embedder=embedder.model if embedder is not None else "",
+    )

@@ -20,7 +20,7 @@ from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
-from conversations.models import Conversation, Message, Turn
+from conversations.models import Conversation, ConversationImport, Message, Turn
 from memory.queries import TurnContext
 
 
@@ -297,6 +297,7 @@ class ImportReport:
     conversations_matched: int = 0
     messages_created: int = 0
     messages_present: int = 0
+    id: int = 0  # the ConversationImport row that follows its embedding (conversations.queries.import_progress)
 
     def summary(self) -> str:
         return (
@@ -482,5 +483,27 @@ def import_conversations(
             report.messages_created += len(messages)
             if progress is not None:
                 progress(len(entry.messages))
+        job = ConversationImport.objects.create(
+            team=team,
+            agent=agent,
+            lines=len(conversations),
+            conversations_created=report.conversations_created,
+            conversations_matched=report.conversations_matched,
+            messages_created=report.messages_created,
+            messages_present=report.messages_present,
+            message_id_runs=id_runs(created_ids),
+        )
+        report.id = job.pk
         MESSAGES.schedule_many(created_ids)  # embedded after commit, in batches; the reconciler covers a gap
     return report
+
+
+def id_runs(ids: list[int]) -> list[list[int]]:
+    """[first, last] runs of consecutive ids: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
+    runs: list[list[int]] = []
+    for pk in sorted(ids):
+        if runs and pk == runs[-1][1] + 1:
+            runs[-1][1] = pk
+        else:
+            runs.append([pk, pk])
+    return runs
