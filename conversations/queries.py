@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -149,6 +149,24 @@ class MessageSearch:
     degraded: str = ""  # why the meaning half could not be used this time, when it could not
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """How rank_messages combines its evidence. The default is what the product uses; the LoCoMo
+    benchmark measures the halves alone and each change switched off (bench/locomo_retrieval.py)."""
+
+    words: bool = True  # the keyword half
+    meaning: bool = True  # the vector half
+    neighbour_share: float = NEIGHBOUR_SHARE
+
+
+DEFAULT_RANKING = Ranking()
+# Each change the ranking made over words and meaning alone, as the default with that change
+# switched off: the LoCoMo benchmark prints one ablation row per entry.
+RANKING_CHANGES: dict[str, Ranking] = {
+    "neighbours' share": replace(DEFAULT_RANKING, neighbour_share=0.0),
+}
+
+
 def rank_messages(
     *,
     agent: Agent,
@@ -156,6 +174,7 @@ def rank_messages(
     query: str,
     limit: int = 5,
     exclude_ids: set[int] | None = None,
+    ranking: Ranking = DEFAULT_RANKING,
 ) -> MessageSearch:
     """Search this agent's conversations with this person, and no others, by words and by meaning.
 
@@ -168,8 +187,8 @@ def rank_messages(
     terms = meaningful_terms(query)
     if not terms:
         return MessageSearch([])
-    keyword = _keyword_matches(agent, person, terms)
-    similar, degraded = _similar_messages(agent, person, query)
+    keyword = _keyword_matches(agent, person, terms) if ranking.words else []
+    similar, degraded = _similar_messages(agent, person, query) if ranking.meaning else ([], "")
 
     candidates: dict[int, _Candidate] = {}
     best = max((row[4] for row in keyword), default=0.0)
@@ -182,11 +201,12 @@ def rank_messages(
         candidate.own += (similarity - floor) / (1.0 - floor)
 
     own = {(c.conversation_id, c.order): c.own for c in candidates.values()}
+    share = ranking.neighbour_share
 
     def total(c: _Candidate) -> float:
         before = own.get((c.conversation_id, c.order - 1), 0.0)
         after = own.get((c.conversation_id, c.order + 1), 0.0)
-        return c.own + NEIGHBOUR_SHARE * (before + after)
+        return c.own + share * (before + after)
 
     totals = {pk: total(c) for pk, c in candidates.items()}
 
