@@ -171,7 +171,7 @@ def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
     from conversations.services import import_conversations
 
     team = create_team(slug=f"{scratch_team_slug}-{sample.sample_id}")
-    agent = create_agent(team=team, slug="locomo")
+    agent = create_agent(team=team, slug="locomo", name=sample.speaker_b)  # the other speaker is the agent
     person = get_or_create_person(team=team, external_id=sample.speaker_a)
     report = import_conversations(team=team, agent=agent, items=list(import_lines(sample)), progress=bar.update)
     assert report.messages_created == len(sample.turns), report.summary()
