@@ -288,7 +288,7 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
         from conversations import queries
         from conversations.queries import rank_messages
 
-        embed = queries.embed_query
+        embed = queries.embed_query  # type: ignore[attr-defined]  # the name rank_messages calls, patched below
 
         def remembered(text: str) -> Any:
             if text not in _QUERY_VECTORS:
