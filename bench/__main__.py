@@ -18,6 +18,7 @@ BENCHMARKS = {
     "curator": "bench.bench_curator",
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
+    "multilingual": "bench.bench_multilingual",
 }
 
 

@@ -7,9 +7,13 @@ from typing import Self
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import Case, When
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
+from memory.language import CONFIGS, ENGLISH, NEUTRAL
+
+SEARCH_CONFIGS = sorted(set(CONFIGS.values()))
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -70,8 +74,19 @@ class Message(models.Model):
     order = models.PositiveIntegerField()
     created_at = models.DateTimeField()
     external_id = models.CharField(max_length=100, blank=True, help_text="The caller's id for the message, if any.")
+    language = models.CharField(
+        max_length=32,
+        default=ENGLISH,
+        help_text="The text-search configuration its words are read with (memory.language.text_search_config).",
+    )
+    # Its words in its own language's configuration ('simple' for one Postgres cannot stem, or unclear).
     search = models.GeneratedField(
-        expression=SearchVector("content", config="english"), output_field=SearchVectorField(), db_persist=True
+        expression=Case(
+            *(When(language=config, then=SearchVector("content", config=config)) for config in SEARCH_CONFIGS),
+            default=SearchVector("content", config=NEUTRAL),
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
     )
 
     class Meta:

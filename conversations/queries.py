@@ -15,16 +15,17 @@ from accounts.models import Agent, Person
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
+from memory.language import text_search_config
 from memory.text import STOP_WORDS, real_word_count, words
 from memory.vectors import embed_query
 
-_LEXEME = re.compile(r"^[a-z0-9]+$")
+_LEXEME = re.compile(r"^[^\W_]+$")  # letters and digits of any script: nothing tsquery syntax reads
 
 
 def meaningful_terms(text: str) -> list[str]:
     """Distinct words that carry meaning (stop words removed), safe to put in a tsquery.
 
-    Postgres' `english` configuration then drops its own stop words too: of ours, it also drops
+    The query's text-search configuration then drops its own stop words too: `english` also drops
     memory.text.KEPT_FRAGMENTS (so "don't" searches nothing here, while it counts as words for
     worth_searching).
     """
@@ -52,7 +53,8 @@ MEANING_WEIGHT = 2.0
 # At most this many candidates are read from each half (words, meaning) before they are combined.
 CANDIDATES = 500
 
-# Every message of this agent with this person that shares a meaningful word with the query,
+# Every message of this agent with this person that shares a meaningful word with the query (each
+# message's words read in its own language, the query's in the query's: memory.language),
 # scored by the summed inverse document frequency (over this pair's messages) of the distinct
 # lexemes it contains: BM25 with binary term frequency and no length normalisation. A name said
 # in every other message counts for little; a rare word for much. (ts_rank_cd weighs every word
@@ -69,10 +71,10 @@ matched AS MATERIALIZED (
     FROM conversations_message m
     JOIN conversations_conversation c ON c.id = m.conversation_id
     WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-      AND m.search @@ to_tsquery('english', %(any)s)
+      AND m.search @@ to_tsquery(%(config)s::regconfig, %(any)s)
 ),
 terms AS (
-    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector('english', %(words)s))
+    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))
 ),
 weights AS MATERIALIZED (
     SELECT t.term, ln(1 + (pair.n - count(x.id) + 0.5) / (count(x.id) + 0.5)) AS idf
@@ -105,8 +107,9 @@ class _Candidate:
 _Row = tuple[int, int, int, datetime, str, float]  # id, conversation, order, created_at, role, score
 
 
-def _keyword_matches(agent: Agent, person: Person, terms: list[str]) -> list[_Row]:
+def _keyword_matches(agent: Agent, person: Person, terms: list[str], config: str) -> list[_Row]:
     params: dict[str, int | str] = {
+        "config": config,
         "team": agent.team_id,
         "agent": agent.pk,
         "person": person.pk,
@@ -233,7 +236,7 @@ def rank_messages(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    keyword = _keyword_matches(agent, person, terms) if ranking.words else []
+    keyword = _keyword_matches(agent, person, terms, text_search_config(query)) if ranking.words else []
     similar, degraded = _similar_messages(agent, person, meaning_query) if ranking.meaning else ([], "")
 
     candidates: dict[int, _Candidate] = {}

@@ -21,6 +21,7 @@ from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, ConversationImport, Message, Turn
+from memory.language import text_search_config
 from memory.queries import TurnContext
 
 
@@ -64,6 +65,7 @@ def record_message(
         conversation=locked,
         role=role,
         content=content,
+        language=text_search_config(content),
         order=last + 1,
         created_at=created_at or timezone.now(),
         external_id=external_id,
@@ -465,6 +467,7 @@ def import_conversations(
                     conversation=conversation,
                     role=m.role,
                     content=m.content,
+                    language=text_search_config(m.content),
                     order=order + position,
                     created_at=m.created_at,
                     external_id=m.external_id,

@@ -246,3 +246,21 @@ def test_names_of_the_participants_are_not_searched_and_the_named_side_counts_mo
     assert ranked("What did Melanie paint?", plain)[0] == "Hey Melanie, good to see you!"
     # A query that names nobody ranks both sides alike.
     assert ranked("paint")[0] != "Hey Melanie, good to see you!"
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "language"),
+    [
+        ("Вчера я забрала из приюта собаку, её зовут Булка.", "Что я рассказывала о своей собаке?", "russian"),  # noqa: RUF001
+        ("Ich lese gerade einen Roman von Thomas Mann.", "Welche Romane lese ich?", "german"),
+    ],
+)
+def test_words_are_matched_in_the_language_they_are_said_in(tenant, person, conversation, said, asked, language):
+    from conversations.queries import Ranking
+
+    message = say(conversation, said)
+    say(conversation, "Something else entirely, in English.")
+    assert message.language == language
+    # Another word form than the message's ("собаке" for "собаку", "Romane" for "Roman") is found by words alone.
+    found = rank_messages(agent=tenant.agent, person=person, query=asked, ranking=Ranking(meaning=False)).hits
+    assert [hit.message.pk for hit in found] == [message.pk]
