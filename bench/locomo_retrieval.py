@@ -406,4 +406,101 @@ def run(scratch_team_slug: str) -> None:
             f"LoCoMo {label}: search latency in process (BM25 index prebuilt per conversation)",
             [(baseline, None)] + [(timings[name, half], baseline) for name in names[1:]],
         )
+    at_scale(scratch_team_slug, loaded)
     print(f"\nLoCoMo retrieval benchmark: {time.perf_counter() - started:.0f} s")
+
+
+SCALE = 100_000
+SCALE_QUESTIONS = 100
+
+
+def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
+    """Latency with 100,000 messages between one agent and one person: the LoCoMo turns imported
+    again and again (real words, real term frequencies) through the history import, each copy
+    given its source turn's vector (copied in SQL: embedding 100,000 messages here would take an
+    hour), then test-half questions asked of that pair."""
+    from dataclasses import replace
+
+    from django.conf import settings
+    from django.db import connection
+
+    from accounts.services import create_agent, create_team, get_or_create_person
+    from conversations.models import Message
+    from conversations.queries import DEFAULT_RANKING, rank_messages
+    from conversations.services import import_conversations
+    from memory.indexing import namespace_for
+
+    settings.EMBEDDER = "none"
+    team = create_team(slug=f"{scratch_team_slug}-scale")
+    agent = create_agent(team=team, slug="locomo", name="Melanie")
+    person = get_or_create_person(team=team, external_id="caroline")
+    turns = [(pk, turn) for item in loaded for pk, turn in zip(item.message_ids, item.sample.turns, strict=True)]
+    roles = dict(Message.objects.filter(pk__in=[pk for pk, _ in turns]).values_list("pk", "role"))
+    start = time.perf_counter()
+    copy, total = 0, 0
+    with tqdm(total=SCALE, desc="import 100,000 messages", leave=False, unit="msg") as bar:
+        while total < SCALE:
+            batch = turns[: SCALE - total]
+            day = datetime(2021, 1, 1, tzinfo=UTC) + timedelta(days=copy)
+            lines = [
+                {
+                    "person": "caroline",
+                    "external_id": f"copy-{copy}-{offset}",
+                    "messages": [
+                        {
+                            "role": roles[pk],
+                            "content": turn_text(turn),
+                            "created_at": (day + timedelta(seconds=offset + i)).isoformat(),
+                            "external_id": f"{copy}:{pk}",
+                        }
+                        for i, (pk, turn) in enumerate(batch[offset : offset + 500])
+                    ],
+                }
+                for offset in range(0, len(batch), 500)
+            ]
+            import_conversations(team=team, agent=agent, items=list(lines), progress=bar.update)
+            total += len(batch)
+            copy += 1
+    imported = time.perf_counter() - start
+    settings.EMBEDDER = "local"
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    assert embedder is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO conversations_messagevector (team_id, message_id, namespace, model, dim, embedding, embedded_at)
+            SELECT m.team_id, m.id, %(namespace)s, v.model, v.dim, v.embedding, now()
+            FROM conversations_message m
+            JOIN conversations_messagevector v
+              ON v.message_id = split_part(m.external_id, ':', 2)::bigint AND v.model = %(model)s
+            WHERE m.team_id = %(team)s
+            """,
+            {"namespace": namespace_for(team.pk), "model": embedder.model, "team": team.pk},
+        )
+        vectors = cursor.rowcount
+        cursor.execute("ANALYZE conversations_message; ANALYZE conversations_messagevector")
+    questions = [q.text for index, item in enumerate(loaded) if half_of(index) == "test" for q in item.sample.questions]
+    questions = questions[:SCALE_QUESTIONS]
+    variants = {
+        "words only": replace(DEFAULT_RANKING, meaning=False),
+        "vectors only": replace(DEFAULT_RANKING, words=False),
+        PRODUCT: DEFAULT_RANKING,
+    }
+    timings: dict[str, list[float]] = {name: [] for name in variants}
+    for question in tqdm(questions, desc="questions at 100,000 messages", leave=False):
+        for name, ranking in variants.items():
+            begin = time.perf_counter()
+            rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
+            timings[name].append(time.perf_counter() - begin)
+    print(
+        f"\n{total:,} messages between one agent and one person imported in {imported:.1f} s "
+        f"({total / imported:,.0f} messages/s); {vectors:,} vectors copied from their source turns."
+    )
+    results = {name: Result(name, samples) for name, samples in timings.items()}
+    print_table(
+        f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions",
+        [(results["words only"], None)]
+        + [(results[name], results["words only"]) for name in variants if name != "words only"],
+    )
