@@ -22,6 +22,7 @@ BENCHMARKS = {
     "reads": "bench.bench_reads",
     "http": "bench.bench_http",
     "load": "bench.bench_load",
+    "multilingual": "bench.bench_multilingual",
 }
 
 

@@ -1,30 +1,35 @@
 """LoCoMo retrieval: the conversation search the composer's passages use, on a public benchmark.
 
-LoCoMo (Maharana et al., ACL 2024; CC BY-NC 4.0, read from ../shared/data/locomo, never vendored)
+LoCoMo (Maharana et al., ACL 2024; CC BY-NC 4.0; read in place, never copied into the repository)
 has 10 very long two-person conversations and questions whose evidence is the turns that hold the
-answer. Every turn is recorded as a Message through the write path (one conversation per session),
-then each question of categories 1-4 is asked through `search_messages`, exactly as the passages
-layer asks it, and scored against its evidence turns:
+answer. Each conversation is imported through the history import (`import_conversations`), one
+imported conversation per session, every turn a message carrying its session's real date (a
+second apart, in order). Then each question of categories 1-4 is asked through `rank_messages`,
+exactly as the passages layer and `search_conversation` ask it, and scored against its evidence:
 
-- hit@k: any evidence turn is in the top k;
+- hit@k: any evidence turn is in the top k (passages show at most 4 hits, so hit@4 is what a turn gets);
 - recall@k: the fraction of the question's evidence turns in the top k, averaged over questions.
 
-Side by side in the same run: an in-process BM25 baseline (rank_bm25.BM25Okapi over the same turns
-of the same conversation, tokenised with memory.text.tokens), and the same search_messages with no
-embedder (what answers while the embedder is down). The messages are embedded in bulk with the
-local model before any question is asked. Team reference figures on this data:
-BM25 hit@10 61.9 / recall@10 55.2; Postgres OR-of-terms ts_rank_cd 64.0 / 57.5; fused with MiniLM
-vectors 65.6 / 58.1; the LoCoMo paper's DRAGON retriever recall@10 66.2.
+Honest halves: conversations 0-4 are the **dev** half (the ranking was tuned on them only) and
+5-9 the **test** half, untouched while tuning; both are printed. Side by side in the same run:
+an in-process BM25 baseline (rank_bm25.BM25Okapi over the same turns of the same conversation,
+tokenised with memory.text.tokens), the words half alone, the vector half alone, and the
+product's ranking with each of its changes switched off in turn (the ablation rows). The
+messages are embedded in bulk with the local model before any question is asked.
+
+The data is looked for at $LOCOMO_DIR, then shared/data/locomo beside the repository (or beside
+the folder of worktrees it is in); without it the benchmark says so and skips.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +38,10 @@ from tqdm import tqdm
 
 from bench.harness import Result, print_table
 
-DATASET = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-KS = (1, 5, 10)
+HIT_KS = (1, 4, 5, 10)
+RECALL_KS = (1, 5, 10)
+DEV = range(0, 5)  # the conversations the ranking is tuned on; 5-9 are the test half
 LIMIT = 10
 EMBED_BATCH = 256
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -54,13 +60,21 @@ class Sample:
     sample_id: str
     speaker_a: str
     speaker_b: str
-    sessions: list[tuple[datetime | None, list[dict[str, Any]]]]  # in chronological order
+    sessions: list[tuple[int, datetime | None, list[dict[str, Any]]]]  # (number, date, turns), in order
     questions: list[Question] = field(default_factory=list)
     dropped: int = 0  # questions of categories 1-4 left with no usable evidence
 
     @property
     def turns(self) -> list[dict[str, Any]]:
-        return [turn for _, turns in self.sessions for turn in turns]
+        return [turn for _, _, turns in self.sessions for turn in turns]
+
+
+def dataset_path() -> Path | None:
+    """locomo10.json at $LOCOMO_DIR, or in shared/data/locomo beside the repository or its worktree folder."""
+    root = Path(__file__).resolve().parent.parent
+    places = [Path(os.environ["LOCOMO_DIR"])] if os.environ.get("LOCOMO_DIR") else []
+    places += [root.parent / "shared" / "data" / "locomo", root.parent.parent / "shared" / "data" / "locomo"]
+    return next((place / "locomo10.json" for place in places if (place / "locomo10.json").is_file()), None)
 
 
 def parse_when(raw: str) -> datetime | None:
@@ -93,7 +107,7 @@ def load_samples(path: Path) -> list[Sample]:
         conversation = raw["conversation"]
         numbers = sorted(int(m.group(1)) for key in conversation if (m := _SESSION.match(key)))
         sessions = [
-            (parse_when(conversation.get(f"session_{n}_date_time", "")), conversation[f"session_{n}"])
+            (n, parse_when(conversation.get(f"session_{n}_date_time", "")), conversation[f"session_{n}"])
             for n in numbers
             if conversation[f"session_{n}"]
         ]
@@ -111,7 +125,7 @@ def load_samples(path: Path) -> list[Sample]:
     return samples
 
 
-# --- loading through the write path --------------------------------------------------------------
+# --- loading through the history import -----------------------------------------------------------
 
 
 @dataclass
@@ -122,31 +136,47 @@ class Loaded:
     message_ids: list[int]
 
 
-def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
-    from django.utils import timezone
+def import_lines(sample: Sample) -> list[dict[str, Any]]:
+    """The sample as history-import lines: one conversation per session, each turn at its session's
+    date (a second apart, so their order is their time); a session without a date follows the last."""
+    roles = {sample.speaker_a: "user", sample.speaker_b: "assistant"}
+    lines = []
+    previous = datetime(2020, 1, 1, tzinfo=UTC)
+    for number, when, turns in sample.sessions:
+        at = when or previous + timedelta(days=1)
+        previous = at
+        messages = [
+            {
+                "role": roles[turn["speaker"]],
+                "content": turn_text(turn),
+                "created_at": (at + timedelta(seconds=i)).isoformat(),
+                "external_id": turn["dia_id"],
+            }
+            for i, turn in enumerate(turns)
+        ]
+        lines.append(
+            {
+                "person": sample.speaker_a,
+                "external_id": f"session_{number}",
+                "started_at": at.isoformat(),
+                "messages": messages,
+            }
+        )
+    return lines
 
+
+def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
     from accounts.services import create_agent, create_team, get_or_create_person
-    from conversations.services import record_message, start_conversation
+    from conversations.models import Message
+    from conversations.services import import_conversations
 
     team = create_team(slug=f"{scratch_team_slug}-{sample.sample_id}")
-    agent = create_agent(team=team, slug="locomo")
+    agent = create_agent(team=team, slug="locomo", name=sample.speaker_b)  # the other speaker is the agent
     person = get_or_create_person(team=team, external_id=sample.speaker_a)
-    roles = {sample.speaker_a: "user", sample.speaker_b: "assistant"}
-    ids = []
-    for when, turns in sample.sessions:
-        at = when or timezone.now()
-        conversation = start_conversation(team=team, agent=agent, person=person, started_at=at)
-        for turn in turns:
-            message = record_message(
-                conversation=conversation,
-                role=roles[turn["speaker"]],
-                content=turn_text(turn),
-                created_at=at,
-                external_id=turn["dia_id"],
-            )
-            ids.append(message.pk)
-            bar.update(1)
-    return Loaded(sample, agent, person, ids)
+    report = import_conversations(team=team, agent=agent, items=list(import_lines(sample)), progress=bar.update)
+    assert report.messages_created == len(sample.turns), report.summary()
+    by_turn = dict(Message.objects.filter(team=team).values_list("external_id", "pk"))
+    return Loaded(sample, agent, person, [by_turn[turn["dia_id"]] for turn in sample.turns])
 
 
 def embed_messages(loaded: list[Loaded]) -> str:
@@ -178,6 +208,7 @@ def embed_messages(loaded: list[Loaded]) -> str:
 @dataclass
 class Retrieved:
     retriever: str
+    half: str
     category: int
     ranked: list[str]  # dia_ids, best first
     evidence: set[str]
@@ -185,8 +216,9 @@ class Retrieved:
 
 def score(rows: list[Retrieved]) -> dict[str, float]:
     out: dict[str, float] = {"n": len(rows)}
-    for k in KS:
+    for k in HIT_KS:
         out[f"hit@{k}"] = 100 * sum(bool(set(r.ranked[:k]) & r.evidence) for r in rows) / max(1, len(rows))
+    for k in RECALL_KS:
         out[f"recall@{k}"] = (
             100 * sum(len(set(r.ranked[:k]) & r.evidence) / len(r.evidence) for r in rows) / max(1, len(rows))
         )
@@ -219,67 +251,113 @@ class Bm25Baseline:
         return [self.ids[i] for i in order[: limit * 4] if query_set & self.vocab[i]][:limit]
 
 
-def ask(loaded: list[Loaded], retrievers: dict[str, Any]) -> tuple[list[Retrieved], dict[str, Result]]:
+def half_of(index: int) -> str:
+    return "dev" if index in DEV else "test"
+
+
+def ask(loaded: list[Loaded], retrievers: dict[str, Any]) -> tuple[list[Retrieved], dict[tuple[str, str], Result]]:
     rows: list[Retrieved] = []
-    timings: dict[str, list[float]] = {name: [] for name in retrievers}
+    timings: dict[tuple[str, str], list[float]] = {(name, half): [] for name in retrievers for half in ("dev", "test")}
     total = sum(len(item.sample.questions) for item in loaded)
     with tqdm(total=total * len(retrievers), desc="questions", leave=False, unit="search") as bar:
-        for item in loaded:
+        for index, item in enumerate(loaded):
+            half = half_of(index)
             searchers = {name: make(item) for name, make in retrievers.items()}
             for question in item.sample.questions:
                 for name, search in searchers.items():
                     start = time.perf_counter()
                     ranked = search(question.text)
-                    timings[name].append(time.perf_counter() - start)
-                    rows.append(Retrieved(name, question.category, ranked, question.evidence))
+                    timings[name, half].append(time.perf_counter() - start)
+                    rows.append(Retrieved(name, half, question.category, ranked, question.evidence))
                     bar.update(1)
-    return rows, {name: Result(name, samples) for name, samples in timings.items()}
+    return rows, {key: Result(key[0], samples) for key, samples in timings.items() if samples}
 
 
-def product_search(item: Loaded):
-    from conversations.queries import search_messages
-
-    def search(query: str) -> list[str]:
-        hits = search_messages(agent=item.agent, person=item.person, query=query, limit=LIMIT)
-        return [hit.message.external_id for hit in hits]
-
-    return search
+_QUERY_VECTORS: dict[str, Any] = {}
 
 
-def words_only_search(item: Loaded):
-    """The same search with no embedder: what answers while the embedder is down."""
-    from django.conf import settings
+def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
+    """rank_messages with this ranking, as the passages layer and search_conversation call it.
 
-    from conversations.queries import search_messages
+    The ablation rows reuse the query vectors the product row computed (the same text gives the
+    same vector), so the run stays short; their latency is not reported."""
 
-    def search(query: str) -> list[str]:
-        settings.EMBEDDER = "none"
-        try:
-            hits = search_messages(agent=item.agent, person=item.person, query=query, limit=LIMIT)
-        finally:
-            settings.EMBEDDER = "local"
-        return [hit.message.external_id for hit in hits]
+    def make(item: Loaded):
+        from unittest import mock
 
-    return search
+        from conversations import queries
+        from conversations.queries import rank_messages
+
+        embed = queries.embed_query  # type: ignore[attr-defined]  # the name rank_messages calls, patched below
+
+        def remembered(text: str) -> Any:
+            if text not in _QUERY_VECTORS:
+                _QUERY_VECTORS[text] = embed(text)
+            return _QUERY_VECTORS[text]
+
+        def search(query: str) -> list[str]:
+            if reuse_query_vectors:
+                with mock.patch.object(queries, "embed_query", remembered):
+                    found = rank_messages(
+                        agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking
+                    )
+            else:
+                found = rank_messages(agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking)
+            return [hit.message.external_id for hit in found.hits]
+
+        return search
+
+    return make
 
 
-def print_quality(title: str, rows: list[Retrieved], retrievers: list[str], categories: Sequence[int | None]) -> None:
+def retrievers() -> tuple[dict[str, Any], list[str]]:
+    """Every retriever of the run, and which of them are the ablation rows (the product with one change off)."""
+    from dataclasses import replace
+
+    from conversations.queries import DEFAULT_RANKING, RANKING_CHANGES
+
+    found: dict[str, Any] = {
+        "BM25Okapi (in process)": lambda item: Bm25Baseline(item.sample).search,
+        "words only": ranked_search(replace(DEFAULT_RANKING, meaning=False)),
+        "vectors only": ranked_search(replace(DEFAULT_RANKING, words=False)),
+        PRODUCT: ranked_search(DEFAULT_RANKING),
+    }
+    ablations = []
+    for label, without in RANKING_CHANGES.items():
+        name = f"{PRODUCT} without {label}"
+        found[name] = ranked_search(without, reuse_query_vectors=True)
+        ablations.append(name)
+    return found, ablations
+
+
+PRODUCT = "rank_messages"
+COLUMNS = ["n"] + [f"hit@{k}" for k in HIT_KS] + [f"recall@{k}" for k in RECALL_KS]
+
+
+def print_quality(
+    title: str, rows: list[Retrieved], names: list[str], half: str, categories: Sequence[int | None]
+) -> None:
     print(f"\n### {title}\n")
-    columns = ["n"] + [f"hit@{k}" for k in KS] + [f"recall@{k}" for k in KS]
-    print("| retriever | category | " + " | ".join(columns) + " |")
-    print("| --- | --- | " + " | ".join("---:" for _ in columns) + " |")
+    print("| retriever | category | " + " | ".join(COLUMNS) + f" | recall@10 vs {names[0]} |")
+    print("| --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " | ---: |")
     for category in categories:
-        for retriever in retrievers:
-            picked = [r for r in rows if r.retriever == retriever and category in (None, r.category)]
-            scores = score(picked)
+        picked = {
+            name: score([r for r in rows if r.retriever == name and r.half == half and category in (None, r.category)])
+            for name in names
+        }
+        baseline = picked[names[0]]["recall@10"]
+        for name in names:
+            scores = picked[name]
             label = "all (1-4)" if category is None else f"{category} {CATEGORIES[category]}"
-            cells = [f"{scores['n']:.0f}"] + [f"{scores[c]:.1f}" for c in columns[1:]]
-            print(f"| {retriever} | {label} | " + " | ".join(cells) + " |")
+            cells = [f"{scores['n']:.0f}"] + [f"{scores[c]:.1f}" for c in COLUMNS[1:]]
+            delta = "—" if name == names[0] else f"{scores['recall@10'] - baseline:+.1f}"
+            print(f"| {name} | {label} | " + " | ".join(cells) + f" | {delta} |")
 
 
 def run(scratch_team_slug: str) -> None:
-    if not DATASET.exists():
-        print(f"\nLoCoMo retrieval: skipped, the dataset is not at {DATASET} (see shared/data/locomo/README.md).")
+    dataset = dataset_path()
+    if dataset is None:
+        print("\nLoCoMo retrieval: skipped, locomo10.json was not found (set LOCOMO_DIR to the folder that has it).")
         return
     from django.conf import settings
 
@@ -287,15 +365,15 @@ def run(scratch_team_slug: str) -> None:
     from conversations.models import Message
 
     started = time.perf_counter()
-    samples = load_samples(DATASET)
+    samples = load_samples(dataset)
     questions = sum(len(s.questions) for s in samples)
     dropped = sum(s.dropped for s in samples)
 
-    # Load with no embedder (no per-message tasks queued), then embed everything in one bulk pass.
+    # Import with no embedder (no per-batch tasks queued), then embed everything in one bulk pass.
     settings.EMBEDDER = "none"
     turns = sum(len(s.turns) for s in samples)
     load_start = time.perf_counter()
-    with tqdm(total=turns, desc="record LoCoMo turns", leave=False, unit="msg") as bar:
+    with tqdm(total=turns, desc="import LoCoMo sessions", leave=False, unit="msg") as bar:
         loaded = [load_sample(scratch_team_slug, sample, bar) for sample in samples]
     load_elapsed = time.perf_counter() - load_start
     settings.EMBEDDER = "local"  # the default, whatever the environment says
@@ -303,25 +381,126 @@ def run(scratch_team_slug: str) -> None:
     unindexed = MESSAGES.stale(rows=Message.objects.filter(pk__in=[pk for i in loaded for pk in i.message_ids]))
     assert not unindexed.exists(), "every LoCoMo message has a vector before the questions are asked"
 
-    retrievers = {
-        "BM25Okapi (in process)": lambda item: Bm25Baseline(item.sample).search,
-        "search_messages": product_search,
-        "search_messages, words only (no embedder)": words_only_search,
-    }
-    rows, timings = ask(loaded, retrievers)
-    names = list(retrievers)
+    found, ablations = retrievers()
+    rows, timings = ask(loaded, found)
+    names = [name for name in found if name not in ablations]
 
     print(
         f"\nLoCoMo: {len(samples)} conversations, {sum(len(s.sessions) for s in samples)} sessions, "
-        f"{turns:,} turns recorded through record_message in {load_elapsed:.1f} s; {questions:,} questions of "
-        f"categories 1-4 with evidence ({dropped} dropped: no usable evidence); top {LIMIT} per question."
+        f"{turns:,} turns imported through import_conversations with their sessions' dates in {load_elapsed:.1f} s; "
+        f"{questions:,} questions of categories 1-4 with evidence ({dropped} dropped: no usable evidence); "
+        f"top {LIMIT} per question. Dev half: conversations {DEV.start}-{DEV.stop - 1} (tuned on); "
+        f"test half: the rest (untouched while tuning)."
     )
     print(embedded)
-    print_quality("LoCoMo retrieval, all questions (categories 1-4)", rows, names, [None])
-    print_quality("LoCoMo retrieval by category", rows, names, sorted(CATEGORIES))
-    baseline = timings[names[0]]
-    print_table(
-        f"LoCoMo search latency, {questions:,} questions (BM25 index prebuilt per conversation)",
-        [(baseline, None)] + [(timings[name], baseline) for name in names[1:]],
-    )
+    for half in ("test", "dev"):
+        label = "test half (conversations 5-9, untouched while tuning)" if half == "test" else "dev half (0-4)"
+        print_quality(f"LoCoMo {label}: all questions", rows, names, half, [None])
+        print_quality(f"LoCoMo {label}: by category", rows, names, half, sorted(CATEGORIES))
+        if ablations:
+            print_quality(
+                f"LoCoMo {label}: ablation, one change off at a time", rows, [PRODUCT, *ablations], half, [None, 1]
+            )
+        baseline = timings[names[0], half]
+        print_table(
+            f"LoCoMo {label}: search latency in process (BM25 index prebuilt per conversation)",
+            [(baseline, None)] + [(timings[name, half], baseline) for name in names[1:]],
+        )
+    at_scale(scratch_team_slug, loaded)
     print(f"\nLoCoMo retrieval benchmark: {time.perf_counter() - started:.0f} s")
+
+
+SCALE = 100_000
+SCALE_QUESTIONS = 100
+
+
+def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
+    """Latency with 100,000 messages between one agent and one person: the LoCoMo turns imported
+    again and again (real words, real term frequencies) through the history import, each copy
+    given its source turn's vector (copied in SQL: embedding 100,000 messages here would take an
+    hour), then test-half questions asked of that pair."""
+    from dataclasses import replace
+
+    from django.conf import settings
+    from django.db import connection
+
+    from accounts.services import create_agent, create_team, get_or_create_person
+    from conversations.models import Message
+    from conversations.queries import DEFAULT_RANKING, rank_messages
+    from conversations.services import import_conversations
+    from memory.indexing import namespace_for
+
+    settings.EMBEDDER = "none"
+    team = create_team(slug=f"{scratch_team_slug}-scale")
+    agent = create_agent(team=team, slug="locomo", name="Melanie")
+    person = get_or_create_person(team=team, external_id="caroline")
+    turns = [(pk, turn) for item in loaded for pk, turn in zip(item.message_ids, item.sample.turns, strict=True)]
+    roles = dict(Message.objects.filter(pk__in=[pk for pk, _ in turns]).values_list("pk", "role"))
+    start = time.perf_counter()
+    copy, total = 0, 0
+    with tqdm(total=SCALE, desc="import 100,000 messages", leave=False, unit="msg") as bar:
+        while total < SCALE:
+            batch = turns[: SCALE - total]
+            day = datetime(2021, 1, 1, tzinfo=UTC) + timedelta(days=copy)
+            lines = [
+                {
+                    "person": "caroline",
+                    "external_id": f"copy-{copy}-{offset}",
+                    "messages": [
+                        {
+                            "role": roles[pk],
+                            "content": turn_text(turn),
+                            "created_at": (day + timedelta(seconds=offset + i)).isoformat(),
+                            "external_id": f"{copy}:{pk}",
+                        }
+                        for i, (pk, turn) in enumerate(batch[offset : offset + 500])
+                    ],
+                }
+                for offset in range(0, len(batch), 500)
+            ]
+            import_conversations(team=team, agent=agent, items=list(lines), progress=bar.update)
+            total += len(batch)
+            copy += 1
+    imported = time.perf_counter() - start
+    settings.EMBEDDER = "local"
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    assert embedder is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO conversations_messagevector (team_id, message_id, namespace, model, dim, embedding, embedded_at)
+            SELECT m.team_id, m.id, %(namespace)s, v.model, v.dim, v.embedding, now()
+            FROM conversations_message m
+            JOIN conversations_messagevector v
+              ON v.message_id = split_part(m.external_id, ':', 2)::bigint AND v.model = %(model)s
+            WHERE m.team_id = %(team)s
+            """,
+            {"namespace": namespace_for(team.pk), "model": embedder.model, "team": team.pk},
+        )
+        vectors = cursor.rowcount
+        cursor.execute("ANALYZE conversations_message; ANALYZE conversations_messagevector")
+    questions = [q.text for index, item in enumerate(loaded) if half_of(index) == "test" for q in item.sample.questions]
+    questions = questions[:SCALE_QUESTIONS]
+    variants = {
+        "words only": replace(DEFAULT_RANKING, meaning=False),
+        "vectors only": replace(DEFAULT_RANKING, words=False),
+        PRODUCT: DEFAULT_RANKING,
+    }
+    timings: dict[str, list[float]] = {name: [] for name in variants}
+    for question in tqdm(questions, desc="questions at 100,000 messages", leave=False):
+        for name, ranking in variants.items():
+            begin = time.perf_counter()
+            rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
+            timings[name].append(time.perf_counter() - begin)
+    print(
+        f"\n{total:,} messages between one agent and one person imported in {imported:.1f} s "
+        f"({total / imported:,.0f} messages/s); {vectors:,} vectors copied from their source turns."
+    )
+    results = {name: Result(name, samples) for name, samples in timings.items()}
+    print_table(
+        f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions",
+        [(results["words only"], None)]
+        + [(results[name], results["words only"]) for name in variants if name != "words only"],
+    )

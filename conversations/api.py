@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
@@ -20,10 +19,10 @@ from accounts.models import Person
 from accounts.services import get_or_create_person
 from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
-from conversations import services
+from conversations import queries, services
 from conversations.composer import PROFILES, composition_to_json
 from conversations.exceptions import InvalidMessage
-from conversations.models import Conversation, Message, Turn
+from conversations.models import Conversation, ConversationImport, Message, Turn
 from memory.queries import TurnContext
 
 
@@ -238,6 +237,27 @@ class TurnReplyApi(APIView):
         return Response(MessageOutput(reply).data, status=status.HTTP_201_CREATED)
 
 
+class ImportJobOutput(serializers.Serializer[queries.ImportProgress]):
+    """A history import: what it recorded, what it skipped, and how far embedding has come."""
+
+    id = serializers.IntegerField(source="job.pk")
+    url = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField(source="job.created_at")
+    status = serializers.ChoiceField(choices=["embedding", "done", "not_embedding"])
+    lines = serializers.IntegerField(source="job.lines")
+    conversations_created = serializers.IntegerField(source="job.conversations_created")
+    conversations_matched = serializers.IntegerField(source="job.conversations_matched")
+    messages_created = serializers.IntegerField(source="job.messages_created")
+    messages_present = serializers.IntegerField(source="job.messages_present")
+    messages_embedded = serializers.IntegerField()
+    messages_waiting = serializers.IntegerField()
+    messages_deleted = serializers.IntegerField()
+    embedder = serializers.CharField()
+
+    def get_url(self, progress: queries.ImportProgress) -> str:
+        return reverse("conversations-import-detail", kwargs={"import_id": progress.job.pk})
+
+
 class ConversationImportApi(APIView):
     """Import conversation history: the JSON-lines objects as a JSON array, idempotent by external id."""
 
@@ -260,20 +280,11 @@ class ConversationImportApi(APIView):
         },
         many=True,
     )
-    ImportOutput = inline_serializer(
-        "ConversationImportReport",
-        {
-            "conversations_created": serializers.IntegerField(),
-            "conversations_matched": serializers.IntegerField(),
-            "messages_created": serializers.IntegerField(),
-            "messages_present": serializers.IntegerField(),
-        },
-    )
 
     @extend_schema(
         operation_id="conversations_import",
         request=ImportLines,
-        responses={201: ImportOutput, **error_responses(422)},
+        responses={201: ImportJobOutput, **error_responses(422)},
     )
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, list):
@@ -282,4 +293,20 @@ class ConversationImportApi(APIView):
         report = services.import_conversations(
             team=key.team, agent=key.agent, items=list(request.data), indexed_fields=True
         )
-        return Response(asdict(report), status=status.HTTP_201_CREATED)
+        job = ConversationImport.objects.get(team=key.team, pk=report.id)
+        location = reverse("conversations-import-detail", kwargs={"import_id": job.pk})
+        return Response(
+            ImportJobOutput(queries.import_progress(job)).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": location},
+        )
+
+
+class ConversationImportDetailApi(APIView):
+    """One history import of the calling agent: its counts, and how far embedding has come."""
+
+    @extend_schema(operation_id="conversations_import_detail", responses={200: ImportJobOutput, **error_responses()})
+    def get(self, request: Request, import_id: int) -> Response:
+        key = request_api_key(request)
+        job = get_object_or_404(ConversationImport.objects.filter(team=key.team, agent=key.agent), pk=import_id)
+        return Response(ImportJobOutput(queries.import_progress(job)).data)

@@ -7,10 +7,14 @@ from typing import Self
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import Case, When
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Person, Team
+from memory.language import CONFIGS, ENGLISH, NEUTRAL
 from memory.models import Note
+
+SEARCH_CONFIGS = sorted(set(CONFIGS.values()))
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -80,8 +84,19 @@ class Message(models.Model):
     external_id = models.CharField(max_length=100, blank=True, help_text="The caller's id for the message, if any.")
     # A tombstone: the content is blanked (and its vector dropped); the order and role stay.
     erased_at = models.DateTimeField(null=True, blank=True)
+    language = models.CharField(
+        max_length=32,
+        default=ENGLISH,
+        help_text="The text-search configuration its words are read with (memory.language.text_search_config).",
+    )
+    # Its words in its own language's configuration ('simple' for one Postgres cannot stem, or unclear).
     search = models.GeneratedField(
-        expression=SearchVector("content", config="english"), output_field=SearchVectorField(), db_persist=True
+        expression=Case(
+            *(When(language=config, then=SearchVector("content", config=config)) for config in SEARCH_CONFIGS),
+            default=SearchVector("content", config=NEUTRAL),
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
     )
 
     objects = MessageQuerySet.as_manager()
@@ -190,3 +205,28 @@ class NoteSource(models.Model):
 
     def __str__(self) -> str:
         return f"note {self.note_id} from message {self.message_id} / turn {self.turn_id}"
+
+
+class ConversationImport(models.Model):
+    """One accepted history import: what it recorded, for the job resource that shows embedding progress.
+
+    The messages it created are kept as runs of consecutive ids ([first, last] pairs), which is
+    compact for a bulk insert and exact: every id inside a run is one this import wrote. Nothing
+    of the messages' content is kept here.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    lines = models.PositiveIntegerField(default=0)
+    conversations_created = models.PositiveIntegerField(default=0)
+    conversations_matched = models.PositiveIntegerField(default=0)
+    messages_created = models.PositiveIntegerField(default=0)
+    messages_present = models.PositiveIntegerField(default=0)
+    message_id_runs = models.JSONField(default=list, help_text="[first, last] runs of the ids of the messages created.")
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "agent", "-created_at"], name="conversationimport_recent")]
+
+    def __str__(self) -> str:
+        return f"import {self.pk}: {self.messages_created} messages"

@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
-from conversations.models import Conversation, Message, MessageVector
+from conversations.models import Conversation, ConversationImport, Message, MessageVector
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
+from memory.language import text_search_config
 from memory.text import STOP_WORDS, real_word_count, words
 from memory.vectors import embed_query
 
-_LEXEME = re.compile(r"^[a-z0-9]+$")
+_LEXEME = re.compile(r"^[^\W_]+$")  # letters and digits of any script: nothing tsquery syntax reads
 
 
 def meaningful_terms(text: str) -> list[str]:
     """Distinct words that carry meaning (stop words removed), safe to put in a tsquery.
 
-    Postgres' `english` configuration then drops its own stop words too: of ours, it also drops
+    The query's text-search configuration then drops its own stop words too: `english` also drops
     memory.text.KEPT_FRAGMENTS (so "don't" searches nothing here, while it counts as words for
     worth_searching).
     """
@@ -42,11 +43,18 @@ def messages_between(agent: Agent, person: Person) -> QuerySet[Message]:
 # How much of each neighbouring message's score a message is given (the one before it and the
 # one after it in its conversation). A reply means little alone ("Yes, last Tuesday!"): what it
 # answers is what a later question asks about.
-NEIGHBOUR_SHARE = 0.5
+NEIGHBOUR_SHARE = 0.3
+# When a query names one side of the conversation ("What did Melanie paint?", with Melanie the
+# person or the agent's name), the other side's messages keep this share of their score: what a
+# person did is mostly said by that person.
+OTHER_SPEAKER_SHARE = 0.4
+# The meaning half's weight against the words half's (each scaled to 0..1 first).
+MEANING_WEIGHT = 2.0
 # At most this many candidates are read from each half (words, meaning) before they are combined.
 CANDIDATES = 500
 
-# Every message of this agent with this person that shares a meaningful word with the query,
+# Every message of this agent with this person that shares a meaningful word with the query (each
+# message's words read in its own language, the query's in the query's: memory.language),
 # scored by the summed inverse document frequency (over this pair's messages) of the distinct
 # lexemes it contains: BM25 with binary term frequency and no length normalisation. A name said
 # in every other message counts for little; a rare word for much. (ts_rank_cd weighs every word
@@ -59,23 +67,23 @@ WITH pair AS (
     WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
 ),
 matched AS MATERIALIZED (
-    SELECT m.id, m.conversation_id, m."order", m.created_at, m.search
+    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
     FROM conversations_message m
     JOIN conversations_conversation c ON c.id = m.conversation_id
     WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-      AND m.search @@ to_tsquery('english', %(any)s)
+      AND m.search @@ to_tsquery(%(config)s::regconfig, %(any)s)
 ),
 terms AS (
-    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector('english', %(words)s))
+    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))
 ),
 weights AS MATERIALIZED (
     SELECT t.term, ln(1 + (pair.n - count(x.id) + 0.5) / (count(x.id) + 0.5)) AS idf
     FROM terms t CROSS JOIN pair LEFT JOIN matched x ON x.search @@ t.term
     GROUP BY t.term, pair.n
 )
-SELECT x.id, x.conversation_id, x."order", x.created_at, sum(w.idf) AS score
+SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, sum(w.idf) AS score
 FROM matched x JOIN weights w ON x.search @@ w.term
-GROUP BY x.id, x.conversation_id, x."order", x.created_at
+GROUP BY x.id, x.conversation_id, x."order", x.created_at, x.role
 ORDER BY score DESC, x.created_at DESC, x.id DESC
 LIMIT %(limit)s
 """
@@ -92,11 +100,16 @@ class _Candidate:
     conversation_id: int
     order: int
     created_at: datetime
+    role: str
     own: float = 0.0
 
 
-def _keyword_matches(agent: Agent, person: Person, terms: list[str]) -> list[tuple[int, int, int, datetime, float]]:
+_Row = tuple[int, int, int, datetime, str, float]  # id, conversation, order, created_at, role, score
+
+
+def _keyword_matches(agent: Agent, person: Person, terms: list[str], config: str) -> list[_Row]:
     params: dict[str, int | str] = {
+        "config": config,
         "team": agent.team_id,
         "agent": agent.pk,
         "person": person.pk,
@@ -106,12 +119,13 @@ def _keyword_matches(agent: Agent, person: Person, terms: list[str]) -> list[tup
     }
     with connection.cursor() as cursor:
         cursor.execute(_KEYWORD_SQL, params)
-        return [(pk, conversation_id, order, at, float(score)) for pk, conversation_id, order, at, score in cursor]
+        return [
+            (pk, conversation_id, order, at, role, float(score))
+            for pk, conversation_id, order, at, role, score in cursor
+        ]
 
 
-def _similar_messages(
-    agent: Agent, person: Person, query: str
-) -> tuple[list[tuple[int, int, int, datetime, float]], str]:
+def _similar_messages(agent: Agent, person: Person, query: str) -> tuple[list[_Row], str]:
     """Messages close in meaning to the query (cosine similarity above VECTOR_FLOOR), closest first.
 
     Only vectors of this team's namespace, the current model and width count. Returns why
@@ -136,17 +150,62 @@ def _similar_messages(
         .annotate(distance=CosineDistance("embedding", vector.tolist()))
         .filter(distance__lt=1.0 - settings.VECTOR_FLOOR)
         .order_by("distance", "-message_id")
-        .values_list("message_id", "message__conversation_id", "message__order", "message__created_at", "distance")[
-            :CANDIDATES
-        ]
+        .values_list(
+            "message_id",
+            "message__conversation_id",
+            "message__order",
+            "message__created_at",
+            "message__role",
+            "distance",
+        )[:CANDIDATES]
     )
-    return [(pk, conversation_id, order, at, 1.0 - float(d)) for pk, conversation_id, order, at, d in rows], ""
+    return [
+        (pk, conversation_id, order, at, role, 1.0 - float(d)) for pk, conversation_id, order, at, role, d in rows
+    ], ""
 
 
 @dataclass
 class MessageSearch:
     hits: list[MessageHit]
     degraded: str = ""  # why the meaning half could not be used this time, when it could not
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How rank_messages combines its evidence. The default is what the product uses; the LoCoMo
+    benchmark measures the halves alone and each change switched off (bench/locomo_retrieval.py)."""
+
+    words: bool = True  # the keyword half
+    meaning: bool = True  # the vector half
+    meaning_weight: float = MEANING_WEIGHT
+    neighbour_share: float = NEIGHBOUR_SHARE
+    # The participants' names in a query are not searched, by words or by meaning: a message
+    # rarely names its own speaker, and the ones that name the other ("Hey Caroline!") are greetings.
+    unname: bool = True
+    other_speaker_share: float = OTHER_SPEAKER_SHARE
+
+
+DEFAULT_RANKING = Ranking()
+# Each change the ranking made over words and meaning alone, as the default with that change
+# switched off (or back to its earlier value): the LoCoMo benchmark prints one ablation row each.
+RANKING_CHANGES: dict[str, Ranking] = {
+    "names unsearched": replace(DEFAULT_RANKING, unname=False),
+    "the other speaker's share": replace(DEFAULT_RANKING, other_speaker_share=1.0),
+    "meaning weighed 2 (1 before)": replace(DEFAULT_RANKING, meaning_weight=1.0),
+    "neighbours' share 0.3 (0.5 before)": replace(DEFAULT_RANKING, neighbour_share=0.5),
+    "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0),
+}
+
+
+def _named_speakers(agent: Agent, person: Person, query: str) -> dict[str, str]:
+    """The query's words that name a side of the conversation, each with that side's role."""
+    names: dict[str, str] = {}
+    for name, role in ((person.display_name, "user"), (person.external_id, "user"), (agent.name, "assistant")):
+        for word in words(name or ""):
+            if len(word) > 1 and word not in STOP_WORDS:
+                names.setdefault(word, role)
+    asked = set(words(query))
+    return {word: role for word, role in names.items() if word in asked}
 
 
 def rank_messages(
@@ -156,37 +215,52 @@ def rank_messages(
     query: str,
     limit: int = 5,
     exclude_ids: set[int] | None = None,
+    ranking: Ranking = DEFAULT_RANKING,
 ) -> MessageSearch:
     """Search this agent's conversations with this person, and no others, by words and by meaning.
 
     Each candidate (a message sharing a meaningful word with the query, or close to it in
-    meaning) scores its keyword score over the best one's, plus its similarity above
-    VECTOR_FLOOR scaled to 0..1. Then every candidate is given NEIGHBOUR_SHARE of the scores of
-    the candidates just before and after it in its conversation. When the embedder is down the
-    words alone answer, and the result says so.
+    meaning) scores its keyword score over the best one's, plus MEANING_WEIGHT times its
+    similarity above VECTOR_FLOOR scaled to 0..1. Names of the participants in the query are
+    searched by neither half, and when the query names one side only, the other side's messages
+    keep OTHER_SPEAKER_SHARE of their score. Then every candidate is given NEIGHBOUR_SHARE of the
+    scores of the candidates just before and after it in its conversation. When the embedder is
+    down the words alone answer, and the result says so.
     """
     terms = meaningful_terms(query)
     if not terms:
         return MessageSearch([])
-    keyword = _keyword_matches(agent, person, terms)
-    similar, degraded = _similar_messages(agent, person, query)
+    named = _named_speakers(agent, person, query)
+    meaning_query = query
+    if ranking.unname and named:
+        terms = [term for term in terms if term not in named] or terms
+        pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
+        meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
+    keyword = _keyword_matches(agent, person, terms, text_search_config(query)) if ranking.words else []
+    similar, degraded = _similar_messages(agent, person, meaning_query) if ranking.meaning else ([], "")
 
     candidates: dict[int, _Candidate] = {}
-    best = max((row[4] for row in keyword), default=0.0)
-    for pk, conversation_id, order, at, score in keyword:
-        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at))
+    best = max((row[5] for row in keyword), default=0.0)
+    for pk, conversation_id, order, at, role, score in keyword:
+        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at, role))
         candidate.own += score / best if best > 0 else 0.0
     floor = settings.VECTOR_FLOOR
-    for pk, conversation_id, order, at, similarity in similar:
-        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at))
-        candidate.own += (similarity - floor) / (1.0 - floor)
+    for pk, conversation_id, order, at, role, similarity in similar:
+        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at, role))
+        candidate.own += ranking.meaning_weight * (similarity - floor) / (1.0 - floor)
+    named_roles = set(named.values())
+    if len(named_roles) == 1:
+        for candidate in candidates.values():
+            if candidate.role not in named_roles:
+                candidate.own *= ranking.other_speaker_share
 
     own = {(c.conversation_id, c.order): c.own for c in candidates.values()}
+    share = ranking.neighbour_share
 
     def total(c: _Candidate) -> float:
         before = own.get((c.conversation_id, c.order - 1), 0.0)
         after = own.get((c.conversation_id, c.order + 1), 0.0)
-        return c.own + NEIGHBOUR_SHARE * (before + after)
+        return c.own + share * (before + after)
 
     totals = {pk: total(c) for pk, c in candidates.items()}
 
@@ -226,3 +300,49 @@ def recent_messages(
         messages = messages.filter(conversation=conversation)
     latest = list(messages.select_related("conversation").order_by("-created_at", "-order", "-pk")[:limit])
     return list(reversed(latest))
+
+
+# --- history imports ---------------------------------------------------------------------------
+
+
+@dataclass
+class ImportProgress:
+    """A history import as its job resource shows it: what was recorded, and how far embedding is."""
+
+    job: ConversationImport
+    status: str  # "embedding", "done", or "not_embedding" (no embedder is configured)
+    messages_embedded: int
+    messages_waiting: int
+    messages_deleted: int  # created by the import, deleted or erased since
+    embedder: str
+
+
+def import_progress(job: ConversationImport) -> ImportProgress:
+    """Count, among the messages the import created that still exist, those with a vector of the current model."""
+    runs = Q()
+    for first, last in job.message_id_runs:
+        runs |= Q(pk__range=(first, last))
+    existing = Message.objects.filter(runs, team_id=job.team_id).count() if job.message_id_runs else 0
+    embedder = get_embedder()
+    embedded = 0
+    if embedder is not None and job.message_id_runs:
+        vector_runs = Q()
+        for first, last in job.message_id_runs:
+            vector_runs |= Q(message_id__gte=first, message_id__lte=last)
+        embedded = MessageVector.objects.filter(
+            vector_runs,
+            team_id=job.team_id,
+            namespace=namespace_for(job.team_id),
+            model=embedder.model,
+            dim=embedder.dim,
+        ).count()
+    waiting = existing - embedded
+    state = "not_embedding" if embedder is None else "embedding" if waiting else "done"
+    return ImportProgress(
+        job=job,
+        status=state,
+        messages_embedded=embedded,
+        messages_waiting=waiting if embedder is not None else 0,
+        messages_deleted=job.messages_created - existing,
+        embedder=embedder.model if embedder is not None else "",
+    )

@@ -21,7 +21,8 @@ from config.text import TextKind, check_text
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
-from conversations.models import Conversation, Message, MessageVector, Turn
+from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
+from memory.language import text_search_config
 from memory.models import Read
 from memory.queries import TurnContext
 from memory.services.reads import forget_reads_of, record_read
@@ -54,8 +55,9 @@ WHERE id = %(id)s
 RETURNING team_id, chars_since_curation, exchanges_since_curation
 """
 _APPEND_MESSAGE = """
-INSERT INTO {message} (team_id, conversation_id, role, content, "order", created_at, external_id)
-SELECT %(team)s, %(conversation)s, %(role)s, %(content)s, coalesce(max(m."order"), 0) + 1, %(created_at)s, %(external_id)s
+INSERT INTO {message} (team_id, conversation_id, role, content, language, "order", created_at, external_id)
+SELECT %(team)s, %(conversation)s, %(role)s, %(content)s, %(language)s, coalesce(max(m."order"), 0) + 1,
+       %(created_at)s, %(external_id)s
 FROM {message} m WHERE m.team_id = %(team)s AND m.conversation_id = %(conversation)s
 RETURNING id, "order"
 """
@@ -79,6 +81,7 @@ def record_message(
         conversation=conversation,
         role=role,
         content=content,
+        language=text_search_config(content),
         created_at=created_at or timezone.now(),
         external_id=external_id,
     )
@@ -97,7 +100,7 @@ def record_message(
             _APPEND_MESSAGE.format(**tables),
             {
                 "team": message.team_id, "conversation": conversation.pk, "role": role, "content": content,
-                "created_at": message.created_at, "external_id": external_id,
+                "language": message.language, "created_at": message.created_at, "external_id": external_id,
             },
         )  # fmt: skip
         message.pk, message.order = cursor.fetchone()
@@ -438,6 +441,7 @@ class ImportReport:
     conversations_matched: int = 0
     messages_created: int = 0
     messages_present: int = 0
+    id: int = 0  # the ConversationImport row that follows its embedding (conversations.queries.import_progress)
 
     def summary(self) -> str:
         return (
@@ -605,6 +609,7 @@ def import_conversations(
                     conversation=conversation,
                     role=m.role,
                     content=m.content,
+                    language=text_search_config(m.content),
                     order=order + position,
                     created_at=m.created_at,
                     external_id=m.external_id,
@@ -623,5 +628,27 @@ def import_conversations(
             report.messages_created += len(messages)
             if progress is not None:
                 progress(len(entry.messages))
+        job = ConversationImport.objects.create(
+            team=team,
+            agent=agent,
+            lines=len(conversations),
+            conversations_created=report.conversations_created,
+            conversations_matched=report.conversations_matched,
+            messages_created=report.messages_created,
+            messages_present=report.messages_present,
+            message_id_runs=id_runs(created_ids),
+        )
+        report.id = job.pk
         MESSAGES.schedule_many(created_ids)  # embedded after commit, in batches; the reconciler covers a gap
     return report
+
+
+def id_runs(ids: list[int]) -> list[list[int]]:
+    """[first, last] runs of consecutive ids: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
+    runs: list[list[int]] = []
+    for pk in sorted(ids):
+        if runs and pk == runs[-1][1] + 1:
+            runs[-1][1] = pk
+        else:
+            runs.append([pk, pk])
+    return runs

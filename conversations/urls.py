@@ -5,6 +5,11 @@ from conversations import api
 urlpatterns = [
     path("conversations", api.ConversationListCreateApi.as_view(), name="conversations"),
     path("conversations/import", api.ConversationImportApi.as_view(), name="conversations-import"),
+    path(
+        "conversations/imports/<int:import_id>",
+        api.ConversationImportDetailApi.as_view(),
+        name="conversations-import-detail",
+    ),
     path("conversations/<int:conversation_id>", api.ConversationDetailApi.as_view(), name="conversation-detail"),
     path("conversations/<int:conversation_id>/end", api.ConversationEndApi.as_view(), name="conversation-end"),
     path("conversations/<int:conversation_id>/messages", api.MessageListCreateApi.as_view(), name="messages"),

@@ -300,3 +300,25 @@ def test_an_admin_key_erases_a_note_and_a_person_and_an_ordinary_key_may_not(web
         with pytest.raises(PermissionDenied) as refused:
             agent.erase_person("ada")
         assert (refused.value.status, refused.value.code) == (403, "permission_denied")
+
+
+def test_history_import_and_its_job(mnemo, tenant):
+    line = {
+        "person": "ada",
+        "external_id": "c-1",
+        "messages": [
+            {"role": "user", "content": "I adopted a greyhound", "created_at": "2023-05-08T13:56:00Z", "external_id": "m1"},
+            {"role": "assistant", "content": "Lovely!", "created_at": "2023-05-08T13:57:00Z", "external_id": "m2"},
+        ],
+    }  # fmt: skip
+    job = mnemo.import_conversations([line])
+    assert (job["messages_created"], job["messages_present"], job["status"]) == (2, 0, "embedding")
+    assert mnemo.get_conversation_import(job["id"])["messages_created"] == 2
+    again = mnemo.import_conversations([line])
+    assert (again["messages_created"], again["messages_present"]) == (0, 2)
+    with pytest.raises(Invalid) as bad:
+        mnemo.import_conversations([line, {"person": "ada", "external_id": "c-2", "messages": []}])
+    assert bad.value.message.startswith("line 2:")
+    assert bad.value.field == "[1].messages"
+    with pytest.raises(NotFound):
+        mnemo.get_conversation_import(job["id"] + 1000)

@@ -26,6 +26,13 @@ def conversation(external_id="c1", person="ada", messages=None, **extra):
     }  # fmt: skip
 
 
+def counts(body):
+    return {
+        key: body[key]
+        for key in ("conversations_created", "conversations_matched", "messages_created", "messages_present")
+    }
+
+
 def post_import(tenant, items):
     return tenant.client.post("/api/v1/conversations/import", items, format="json")
 
@@ -33,7 +40,7 @@ def post_import(tenant, items):
 def test_api_import_keeps_dates_and_order_and_reimport_adds_nothing(tenant):
     first = post_import(tenant, [conversation(), conversation("c2", person="bo")])
     assert first.status_code == 201, first.json()
-    assert first.json() == {
+    assert counts(first.json()) == {
         "conversations_created": 2, "conversations_matched": 0, "messages_created": 4, "messages_present": 0,
     }  # fmt: skip
     imported = Conversation.objects.get(team=tenant.team, external_id="c1")
@@ -53,7 +60,7 @@ def test_api_import_keeps_dates_and_order_and_reimport_adds_nothing(tenant):
         "external_id": "m3",
     }
     again = post_import(tenant, [conversation(messages=[*conversation()["messages"], extra]), conversation("c2", "bo")])
-    assert again.json() == {
+    assert counts(again.json()) == {
         "conversations_created": 0, "conversations_matched": 2, "messages_created": 1, "messages_present": 4,
     }  # fmt: skip
     assert Conversation.objects.filter(team=tenant.team).count() == 2
@@ -196,3 +203,61 @@ def test_passages_of_imported_history_show_its_date(tenant):
     passages = next(block for block in body["blocks"] if block["layer"] == "passages")
     lines = [json.loads(line) for line in passages["text"].splitlines() if line.startswith("{")]
     assert {"when": "2023-05-08", "who": "person", "text": "I adopted a greyhound called Biscuit"} in lines
+
+
+def test_the_import_job_shows_counts_and_embedding_progress(tenant, index_inline):
+    from conversations.indexing import MESSAGES
+
+    first = post_import(tenant, [conversation(), conversation("c2", person="bo")])
+    job = first.json()
+    assert first["Location"] == job["url"] == f"/api/v1/conversations/imports/{job['id']}"
+    assert job["status"] == "embedding"  # recorded at once, embedded afterwards by the worker
+    assert (job["lines"], job["messages_created"], job["messages_embedded"], job["messages_waiting"]) == (2, 4, 0, 4)
+
+    # The worker embeds them: the job says so.
+    with index_inline():
+        MESSAGES.schedule_many(list(Message.objects.filter(team=tenant.team).values_list("pk", flat=True)))
+    done = tenant.client.get(job["url"]).json()
+    assert (done["status"], done["messages_embedded"], done["messages_waiting"]) == ("done", 4, 0)
+    assert done["embedder"]
+
+    # Importing again: a job of its own, the duplicates counted as skipped, nothing left to embed.
+    again = post_import(tenant, [conversation()]).json()
+    assert again["id"] != job["id"]
+    assert (again["messages_created"], again["messages_present"], again["status"]) == (0, 2, "done")
+
+    # A message deleted since the import no longer counts as waiting.
+    Message.objects.filter(team=tenant.team, external_id="m2", conversation__person__external_id="bo").delete()
+    after = tenant.client.get(job["url"]).json()
+    assert (after["messages_embedded"], after["messages_deleted"]) == (3, 1)
+
+
+def test_an_import_job_without_an_embedder_says_so(tenant, settings):
+    settings.EMBEDDER = "none"
+    job = post_import(tenant, [conversation()]).json()
+    assert (job["status"], job["messages_waiting"], job["embedder"]) == ("not_embedding", 0, "")
+
+
+def test_an_import_job_is_the_calling_agents_only(tenant, other_tenant):
+    job = post_import(tenant, [conversation()]).json()
+    assert tenant.client.get(job["url"]).status_code == 200
+    hidden = other_tenant.client.get(job["url"])
+    assert hidden.status_code == 404
+    assert hidden.json()["error"]["code"] == "not_found"
+    assert tenant.client.get("/api/v1/conversations/imports/999999").status_code == 404
+
+
+def test_a_refused_import_leaves_no_job(tenant):
+    from conversations.models import ConversationImport
+
+    bad = post_import(tenant, [conversation(), {"person": "ada", "external_id": "c9", "messages": []}])
+    assert bad.status_code == 400
+    assert bad.json()["error"]["message"].startswith("line 2:")
+    assert not ConversationImport.objects.exists()
+
+
+def test_id_runs_are_exact():
+    from conversations.services import id_runs
+
+    assert id_runs([7, 1, 2, 3, 9, 10]) == [[1, 3], [7, 7], [9, 10]]
+    assert id_runs([]) == []

@@ -8,7 +8,7 @@ import pytest
 
 from conversations.indexing import MESSAGES
 from conversations.models import MessageVector
-from conversations.queries import rank_messages, search_messages
+from conversations.queries import MEANING_WEIGHT, rank_messages, search_messages
 from conversations.services import erase_message, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import AgentFactory, PersonFactory, chat
@@ -121,7 +121,8 @@ def test_meaning_finds_a_message_that_shares_no_word_and_the_floor_keeps_weak_on
     mocker.patch("conversations.queries.embed_query", return_value=(query_vector, ""))
     found = search_messages(agent=tenant.agent, person=person, query="is there anything I am unable to eat?")
     assert texts(found) == ["Severe reaction to peanuts"]  # `far` is below VECTOR_FLOOR
-    assert found[0].score == pytest.approx((0.8 - settings.VECTOR_FLOOR) / (1 - settings.VECTOR_FLOOR), abs=1e-3)
+    expected = MEANING_WEIGHT * (0.8 - settings.VECTOR_FLOOR) / (1 - settings.VECTOR_FLOOR)
+    assert found[0].score == pytest.approx(expected, abs=1e-3)
 
 
 def test_rare_words_outweigh_common_ones(tenant, person, conversation):
@@ -216,3 +217,50 @@ def test_vectors_never_reach_another_agent_person_or_team(
         assert found(tenant.agent, bob, query) == [bobs.pk]
         assert found(second_agent, person, query) == [agents.pk]
         assert found(other_tenant.agent, foreign_person, query) == [foreign.pk]
+
+
+def test_names_of_the_participants_are_not_searched_and_the_named_side_counts_more(tenant, conversation):
+    from conversations.queries import DEFAULT_RANKING, Ranking
+
+    person = conversation.person  # external_id "ada" in the factories; the agent is renamed below
+    tenant.agent.name = "Melanie"
+    tenant.agent.save(update_fields=["name"])
+    chat(
+        conversation,
+        [
+            ("Hey Melanie, good to see you!", "Hi! I painted a sunset over the lake last week"),
+            ("I painted my kitchen walls yesterday", "Nice, what colour?"),
+        ],
+    )
+
+    def ranked(query, ranking=DEFAULT_RANKING):
+        return texts(rank_messages(agent=tenant.agent, person=person, query=query, limit=3, ranking=ranking).hits)
+
+    # "Melanie" names the agent: it is not searched (the greeting does not come first), and the
+    # agent's own message about painting outranks the person's.
+    found = ranked("What did Melanie paint?")
+    assert found[0] == "Hi! I painted a sunset over the lake last week"
+    assert found.index("I painted my kitchen walls yesterday") > 0
+    # With the names searched and both sides alike, the greeting (a rarer word) comes first.
+    plain = Ranking(unname=False, other_speaker_share=1.0)
+    assert ranked("What did Melanie paint?", plain)[0] == "Hey Melanie, good to see you!"
+    # A query that names nobody ranks both sides alike.
+    assert ranked("paint")[0] != "Hey Melanie, good to see you!"
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "language"),
+    [
+        ("Вчера я забрала из приюта собаку, её зовут Булка.", "Что я рассказывала о своей собаке?", "russian"),  # noqa: RUF001
+        ("Ich lese gerade einen Roman von Thomas Mann.", "Welche Romane lese ich?", "german"),
+    ],
+)
+def test_words_are_matched_in_the_language_they_are_said_in(tenant, person, conversation, said, asked, language):
+    from conversations.queries import Ranking
+
+    message = say(conversation, said)
+    say(conversation, "Something else entirely, in English.")
+    assert message.language == language
+    # Another word form than the message's ("собаке" for "собаку", "Romane" for "Roman") is found by words alone.
+    found = rank_messages(agent=tenant.agent, person=person, query=asked, ranking=Ranking(meaning=False)).hits
+    assert [hit.message.pk for hit in found] == [message.pk]

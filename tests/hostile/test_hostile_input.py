@@ -31,7 +31,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from accounts.models import Person
 from config.mcp import call_tool
 from conversations import services as conversations
-from conversations.models import Conversation, Message, Turn
+from conversations.models import Conversation, ConversationImport, Message, Turn
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.package_format import FORMAT
 from memory.services import Actor, remember
@@ -51,6 +51,7 @@ class World:
     message: Message
     turn: Turn
     user: Any
+    job: ConversationImport
 
     @cached_property
     def lens(self) -> Client:  # signed in as the person's login; only the lens cases need one
@@ -64,6 +65,7 @@ class World:
             "conversation": str(self.conversation.pk),
             "message": str(self.message.pk),
             "turn": str(self.turn.pk),
+            "job": str(self.job.pk),
             "bank": urllib.parse.quote(self.note.bank.address, safe=":"),
             "person": "ada",
             "person_pk": str(self.person.pk),
@@ -86,7 +88,8 @@ def world(db: None, django_user_model: Any) -> World:
     message = conversations.record_message(conversation=conversation, role="user", content="Where do I live?")
     # A turn as take_turn leaves it, without composing (which the cases never read).
     turn = Turn.objects.create(team=team, conversation=conversation, message=message, profile="full")
-    return World(tenant, person, note, conversation, message, turn, user)
+    job = ConversationImport.objects.create(team=team, agent=tenant.agent)  # as an accepted import leaves one
+    return World(tenant, person, note, conversation, message, turn, user, job)
 
 
 def state(world: World) -> dict[str, Any]:
@@ -299,6 +302,8 @@ SURFACES: list[Surface] = [
                 {"role": "user", "content": "Hello.", "created_at": "2023-05-08T13:56:00Z", "external_id": "m1"}]}],
             text=Loc("body", "0.messages.0.content", "[0].messages[0].content"),
             ident=Loc("body", "0.person", "[0].person")),
+    Surface("conversations import job", "GET", "api/v1/conversations/imports/<int:import_id>",
+            "/api/v1/conversations/imports/{job}", number=Loc("path", "job")),
     Surface("message delete", "DELETE", "api/v1/conversations/<int:conversation_id>/messages/<int:message_id>",
             "/api/v1/conversations/{conversation}/messages/{message}", number=Loc("path", "message")),
     Surface("turn", "POST", "api/v1/turns", "/api/v1/turns",
@@ -563,7 +568,9 @@ BODY_SURFACES = [pytest.param(s, id=s.name) for s in SURFACES if s.body is not N
 
 @pytest.mark.parametrize("surface", BODY_SURFACES)
 def test_an_oversize_body_without_content_length_is_413(asgi_server, surface):
-    path = surface.path.format(note=1, conversation=1, message=1, turn=1, bank="user:ada", person="ada", person_pk=1)
+    path = surface.path.format(
+        note=1, conversation=1, message=1, turn=1, job=1, bank="user:ada", person="ada", person_pk=1
+    )
     chunks = [b" " * 65536] * ((settings.API_MAX_BODY_BYTES // 65536) + 2)
     answer = post_while_sending(asgi_server, path, chunks, headers={})
     if surface.html:

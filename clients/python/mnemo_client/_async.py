@@ -15,6 +15,7 @@ from mnemo_client.types import (
     Bank,
     Context,
     Conversation,
+    ConversationImportJob,
     EditNoteArgs,
     ForgetMemoryArgs,
     ImportReport,
@@ -257,6 +258,20 @@ class AsyncMnemo:
     async def delete_message(self, conversation: int, message: int) -> None:
         """Erase a message from the record and from every search; a summary it fed is marked stale."""
         await self.request(Call("DELETE", f"/api/v1/conversations/{segment(conversation)}/messages/{segment(message)}"))
+
+    # --- history import ------------------------------------------------------------------------
+
+    async def import_conversations(self, lines: list[dict[str, Any]]) -> ConversationImportJob:
+        """Import conversation history (one dict per JSON line), idempotent by external id.
+
+        The messages are recorded at once (a bad line is refused with its number and nothing is
+        written); the returned job then shows how far embedding has come (get_conversation_import).
+        """
+        return await self.request(Call("POST", "/api/v1/conversations/import", body=lines))
+
+    async def get_conversation_import(self, job: int) -> ConversationImportJob:
+        """A history import's counts and embedding progress."""
+        return await self.request(Call("GET", f"/api/v1/conversations/imports/{segment(job)}"))
 
     # --- notes ---------------------------------------------------------------------------------
 

@@ -269,6 +269,28 @@ class Message(TypedDict):
     erased_at: str | None  # set when the message was erased: content is then ""
 
 
+class ConversationImportJob(TypedDict):
+    """A history import: what it recorded and skipped, and how far embedding has come.
+
+    status is "embedding" while messages wait for their vectors, "done" when none wait, and
+    "not_embedding" when the server has no embedder configured.
+    """
+
+    id: int
+    url: str
+    created_at: str
+    status: str
+    lines: int
+    conversations_created: int
+    conversations_matched: int
+    messages_created: int
+    messages_present: int
+    messages_embedded: int
+    messages_waiting: int
+    messages_deleted: int
+    embedder: str
+
+
 class Note(TypedDict):
     id: int
     bank: str

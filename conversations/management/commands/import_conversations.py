@@ -50,3 +50,7 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(f"{file}: {exc.message}") from exc
         self.stdout.write(report.summary())
+        self.stdout.write(
+            f"Import {report.id}: the messages are embedded in the background; "
+            f"GET /api/v1/conversations/imports/{report.id} shows how far."
+        )

@@ -1,0 +1,66 @@
+"""Which Postgres text-search configuration a text's words are stemmed and stop-worded with.
+
+The keyword half of search (conversation search here; note recall can use the same) used to read
+every text as English: an English stop-word list and stemmer mangle Russian or German words, or
+miss them. Each text is now read in its own language when Postgres has a configuration for it
+and the language is clear; otherwise as 'simple' (lower-cased words, no stemming, no stop words),
+which finds exact words in any language rather than mangling them.
+
+The language is identified with py3langid (a naive Bayes model over byte n-grams, shipped inside
+the package), restricted to the languages Postgres can stem. A short or unclear text whose best
+guess is English stays English (most short chat is, and its words then match English stems); any
+other unclear text is 'simple'.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from py3langid.langid import LanguageIdentifier
+
+# ISO 639-1 code -> the Postgres text-search configuration of that language (Postgres 16's
+# snowball configurations but Yiddish, which the identifier does not know; tests/memory/test_language.py
+# checks they all exist).
+CONFIGS = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish", "nl": "dutch",
+    "en": "english", "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
+    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian",
+    "ne": "nepali", "no": "norwegian", "pt": "portuguese", "ro": "romanian", "ru": "russian",
+    "sr": "serbian", "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish",
+}  # fmt: skip
+NEUTRAL = "simple"
+ENGLISH = "english"
+# A guess at least this probable (among the languages above) is taken; below it, see the module doc.
+CONFIDENT = 0.6
+
+
+@cache
+def _identifier(*, stemmable_only: bool) -> LanguageIdentifier:
+    # Imported here: loading the model takes about a second, and only identifying needs it.
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    if stemmable_only:
+        identifier.set_languages(list(CONFIGS))
+    return identifier
+
+
+def text_search_config(text: str) -> str:
+    """The configuration to read this text's words with: its language's, 'english', or 'simple'.
+
+    A text clearly in a language (among the 97 the identifier knows) is read in that language's
+    configuration, or as 'simple' when Postgres has none (Welsh, Japanese, ...). An unclear one is
+    weighed among the languages Postgres can stem: most like English, it is read as English, and
+    as 'simple' otherwise.
+    """
+    if not any(ch.isalpha() for ch in text):
+        return ENGLISH  # numbers and symbols only: every configuration reads them alike
+    language, probability = _identifier(stemmable_only=False).classify(text)
+    if probability >= CONFIDENT:
+        return CONFIGS.get(language, NEUTRAL)
+    language, probability = _identifier(stemmable_only=True).classify(text)
+    if probability >= CONFIDENT:
+        return CONFIGS[language]
+    return ENGLISH if language == "en" else NEUTRAL
