@@ -73,5 +73,5 @@ def test_a_person_sees_what_agents_looked_up_and_opens_a_note_found(
     page.get_by_role("button", name="Show").click()
     page.locator("li.read").get_by_role("link", name=f"conversation {talk.pk}").click()
     page.wait_for_url(f"**/lens/conversations/{talk.pk}")
-    expect(page.get_by_role("heading", name="Conversation with Planner")).to_be_visible()
+    expect(page.get_by_role("heading", name="With Planner")).to_be_visible()
     expect(page.locator(f"#message-{said[0].pk}")).to_contain_text("We moved to Oslo in May.")

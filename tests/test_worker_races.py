@@ -40,7 +40,9 @@ TASK_LINE = re.compile(
     r"Task (memory\.tasks\.embed_notes|conversations\.tasks\.embed_messages)\[[^]]+\] (succeeded|raised|retry)"
     r"(?: in [\d.e-]+s: (\d+))?"  # a task's result: how many vectors it stored
 )
-BOTH_ORDERS = 10  # at least this many tasks of each kind stored first, and as many found the row gone
+# At least this many tasks of each kind stored first, and as many found the row gone: enough to show
+# both orders happened, few enough that a busy machine (which skews the mix) does not fail the run.
+BOTH_ORDERS = 3
 
 
 def _api(tenant: Tenant) -> APIClient:
