@@ -125,7 +125,7 @@ def prefill(team: Any, agent: Any, size: int) -> Fixture:
 def run(scratch_team_slug: str) -> None:
     from accounts.services import create_agent, create_team
     from memory.models import Bank, Note
-    from memory.queries import recall_memories
+    from memory.recall import recall_memories
     from memory.services import Actor, delete_note, remember
 
     team = create_team(slug=scratch_team_slug)

@@ -425,7 +425,7 @@ def hit_rates(ranked_keys: list[list[str]], answers: list[str]) -> tuple[float, 
 
 
 def recall_at_scale(team: Any, agent: Any) -> None:
-    from memory.queries import hybrid_rank, recall_candidates, recall_memories
+    from memory.recall import hybrid_rank, recall_candidates, recall_memories
 
     rng = random.Random("bench-vectors-bank")
     filler = [note_text(rng, index) for index in range(BANK_SIZE - len(NOTES))]
@@ -483,7 +483,7 @@ def recall_at_scale(team: Any, agent: Any) -> None:
 
 
 def quality(team: Any, agent: Any) -> None:
-    from memory.queries import hybrid_rank, recall_candidates, vector_gate
+    from memory.recall import hybrid_rank, recall_candidates, vector_gate
 
     person = fill_bank(team, agent, "bench-vectors-maya", NOTES, "labelled notes")
     index_all("labelled notes", person)

@@ -32,7 +32,8 @@ from config.middleware import checks_form_encoding, form_encoding_problem
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
-from memory.queries import Digest, Hit, build_digest, recall_for_owner
+from memory.queries import Digest, build_digest
+from memory.recall import Hit, recall_for_owner
 from memory.services import Actor, edit_note, erase_note, mute_category, record_refused_call, unmute_category
 from memory.text import word_diff
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
-from memory.queries import Hit, hybrid_rank, recall_bundle, recall_memories
+from memory.recall import Hit, hybrid_rank, recall_bundle, recall_memories
 from memory.services import delete_note, remember
 from memory.vectors import Similarities, order_by_meaning, similarities
 from tests.factories import note_fields
