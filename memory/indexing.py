@@ -92,8 +92,8 @@ class IndexedModel:
     def text_hash(self, row: models.Model) -> str:
         return hashlib.sha256(self.text(row).encode()).hexdigest()
 
-    def _sql_text_hash(self) -> Func:
-        # Must produce exactly text_hash(): sha256 of the text fields joined by newlines.
+    def sql_text_hash(self) -> Func:
+        """text_hash() computed by Postgres, to annotate a query with (it must produce exactly text_hash())."""
         parts: list[Any] = []
         for name in self.text_fields:
             parts += [Value("\n"), name] if parts else [name]
@@ -115,7 +115,7 @@ class IndexedModel:
         if not self.hashes_text:
             return rows.filter(~Exists(current))
         current = current.filter(text_hash=OuterRef("indexed_hash"))
-        stale: QuerySet[models.Model] = rows.annotate(indexed_hash=self._sql_text_hash()).filter(~Exists(current))
+        stale: QuerySet[models.Model] = rows.annotate(indexed_hash=self.sql_text_hash()).filter(~Exists(current))
         return stale
 
     # --- embedding -------------------------------------------------------------------------

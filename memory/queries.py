@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from django.conf import settings
 from django.utils import timezone
@@ -67,10 +68,16 @@ class TagMatcher:
         return not semantics or any(self.tag_matches(tag) for tag in semantics)
 
 
-def shadow(notes_by_bank: list[list[Note]]) -> list[Note]:
-    """Keep the narrowest bank's note for each key (banks given narrowest first)."""
+class Keyed(Protocol):
+    @property
+    def key(self) -> str: ...
+
+
+def shadow[N: Keyed](notes_by_bank: list[list[N]]) -> list[N]:
+    """Keep the narrowest bank's note for each key (banks given narrowest first). Notes, or
+    anything with a key (recall shadows light rows before it loads any note)."""
     seen: set[str] = set()
-    kept: list[Note] = []
+    kept: list[N] = []
     for notes in notes_by_bank:
         for note in notes:
             if note.key not in seen:

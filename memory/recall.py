@@ -1,25 +1,51 @@
-"""Recall and search: ranking a person's notes for a query (words and meaning), and the linked-notes bundle."""
+"""Recall and search: ranking a person's notes for a query (words and meaning), and the linked-notes bundle.
+
+A recall runs in three steps, so that a bank of a thousand notes costs a few milliseconds:
+
+1. The candidates, as light rows (id, bank, key, scope refs, tags, updated_at and the hash of the
+   note's text, computed by Postgres): the same rules as the digest's visible notes (applicable
+   banks, live, unmuted, scope refs, shadowed narrowest first), tags not gating.
+2. The ranking: BM25 over each note's words, from token counts kept in this process per version of
+   a note's text (the hash), so a note is tokenised once, not on every call; and cosine similarity
+   computed by pgvector over the candidates' vectors of their present text.
+3. Only the notes returned are loaded whole.
+"""
 
 from __future__ import annotations
 
+import math
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import models
-from rank_bm25 import BM25Plus
+from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from memory import vectors  # the module, not its function: tests replace vectors.similarities
+from memory import vectors  # the module, not its function: tests replace vectors.similarities_by_hash
+from memory.banks import applicable_banks
+from memory.indexing import NOTES
 from memory.models import Bank, Note, OntologyNode
-from memory.queries import TurnContext, visible_notes
+from memory.queries import TurnContext, scope_refs_match, shadow
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
+from memory.validation import check_scope_refs, validate_scope
 
-# --- recall and search ------------------------------------------------------------------------
+type Mode = Literal["hybrid", "bm25", "vector"]
 
+# BM25 counts a word of the key three times and one of the description twice: they name the note.
 KEY_WEIGHT = 3
 DESCRIPTION_WEIGHT = 2
+K1 = 1.5
+B = 0.75
+# How much a keyword match adds to a note's vector strength: a note matching every word of the
+# query, with the best BM25 of the candidates, gains KEYWORD_WEIGHT (a vector match at
+# VECTOR_STRONG is worth 1). Tuned on half of bench/recall_facts.py's questions (bench/bench_recall.py).
+KEYWORD_WEIGHT = 0.85
 
 
 @dataclass
@@ -37,8 +63,119 @@ class Ranked:
     degraded: list[str] = field(default_factory=list)  # layers that could not be used, e.g. "vectors"
 
 
-def _glossaries(team: Team, notes: list[Note]) -> dict[str, str]:
-    tags = {tag for note in notes for tag in note.semantics}
+# --- 1. the candidates ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A note as recall first sees it: enough to filter, shadow, score and find its vector."""
+
+    pk: int
+    bank_id: int
+    key: str
+    scope_refs: dict[str, list[str]]
+    semantics: list[str]
+    updated_at: datetime
+    text_hash: str  # NOTES.text_hash of its key, description and content
+
+    @classmethod
+    def of(cls, note: Note) -> Candidate:
+        return cls(
+            note.pk, note.bank_id, note.key, note.scope_refs, note.semantics, note.updated_at, NOTES.text_hash(note)
+        )
+
+
+def candidates(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> list[Candidate]:
+    """Everything the concrete scope allows, as light rows: the rules of queries.visible_notes
+    (live, unmuted for the agent, scope refs matched, shadowed narrowest bank first); tags gate the
+    digest, not recall."""
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    if not banks:
+        return []
+    rows = Note.objects.filter(team=team, bank__in=banks).live(timezone.now())
+    if agent is not None:
+        rows = rows.unmuted_for(agent, person=person)
+    found = [
+        Candidate(*row)
+        for row in rows.annotate(text_hash=NOTES.sql_text_hash())
+        .order_by()
+        .values_list("pk", "bank_id", "key", "scope_refs", "semantics", "updated_at", "text_hash")
+    ]
+    per_bank = [[c for c in found if c.bank_id == bank.pk and scope_refs_match(c.scope_refs, refs)] for bank in banks]
+    return shadow(per_bank)
+
+
+def recall_candidates(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> list[Note]:
+    """The candidates as whole notes, in no particular order (for callers that need every one)."""
+    found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
+    by_id = Note.objects.in_bulk([c.pk for c in found])
+    return [by_id[c.pk] for c in found if c.pk in by_id]
+
+
+# --- 2. words: BM25 over token counts kept per note version -------------------------------------
+
+
+@dataclass(frozen=True)
+class Terms:
+    counts: dict[str, int]
+    length: int
+
+    @classmethod
+    def of(cls, key: str, description: str, content: str, gloss: str = "") -> Terms:
+        words = (
+            tokens(key.replace("-", " ")) * KEY_WEIGHT
+            + tokens(description) * DESCRIPTION_WEIGHT
+            + tokens(content)
+            + tokens(gloss)
+        )
+        return cls(dict(Counter(words)), len(words))
+
+
+class TermsCache:
+    """Token counts of notes by the hash of their text, least recently used dropped first.
+
+    The hash changes with the text, so an entry is never stale: an edited note is a new entry, and
+    the old one ages out. Per process (each web or worker process warms its own)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Terms] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, Terms]:
+        found = {}
+        with self._lock:
+            for hashed in hashes:
+                terms = self._entries.get(hashed)
+                if terms is not None:
+                    self._entries.move_to_end(hashed)
+                    found[hashed] = terms
+        return found
+
+    def put(self, hashed: str, terms: Terms) -> None:
+        with self._lock:
+            self._entries[hashed] = terms
+            self._entries.move_to_end(hashed)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+TERMS = TermsCache(size=50_000)
+
+
+def _glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
+    tags = {tag for c in found for tag in c.semantics}
     if not tags:
         return {}
     return {
@@ -47,118 +184,163 @@ def _glossaries(team: Team, notes: list[Note]) -> dict[str, str]:
     }
 
 
-def _document(note: Note, glossary: dict[str, str]) -> list[str]:
-    key_tokens = tokens(note.key.replace("-", " "))
-    description_tokens = tokens(note.description)
-    gloss = " ".join(glossary.get(tag, "") for tag in note.semantics)
-    return key_tokens * KEY_WEIGHT + description_tokens * DESCRIPTION_WEIGHT + tokens(note.content) + tokens(gloss)
+def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
+    """Each candidate's terms: its text's (cached by hash; the text is loaded only for notes not
+    seen before, or taken from `notes` when the caller has them), plus its tags' glossary words."""
+    cached = TERMS.get_many(c.text_hash for c in found)
+    missing = [c for c in found if c.text_hash not in cached]
+    if missing:
+        if notes is not None:
+            texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c.text_hash) for c in missing]
+        else:
+            loaded = Note.objects.filter(pk__in=[c.pk for c in missing]).values_list(
+                "pk", "key", "description", "content"
+            )
+            by_id = {pk: (key, description, content) for pk, key, description, content in loaded}
+            # A note rewritten since the candidates were read is scored on its newer text this time.
+            texts = [(*by_id[c.pk], c.text_hash) for c in missing if c.pk in by_id]
+        for key, description, content, hashed in texts:
+            cached[hashed] = Terms.of(key, description, content)
+            if NOTES.text_hash(Note(key=key, description=description, content=content)) == hashed:
+                TERMS.put(hashed, cached[hashed])
+    glossary = _glossaries(team, found)
+    out = []
+    for c in found:
+        terms = cached.get(c.text_hash, Terms({}, 0))  # a note deleted meanwhile matches nothing
+        if c.semantics and glossary:
+            gloss = tokens(" ".join(glossary.get(tag, "") for tag in c.semantics))
+            counts = Counter(terms.counts)
+            counts.update(gloss)
+            terms = Terms(dict(counts), terms.length + len(gloss))
+        out.append(terms)
+    return out
 
 
-def rank_bm25(team: Team, notes: list[Note], query: str) -> list[Hit]:
-    """BM25 weighted toward key and description, over an index built for this call.
-
-    A bank holds tens of notes, so a per-call index is cheap and never stale.
-    """
-    return _bm25_hits(team, notes, query)[0]
-
-
-def _bm25_hits(team: Team, notes: list[Note], query: str) -> tuple[list[Hit], BM25Plus | None]:
-    query_tokens = tokens(query)
-    if not notes or not query_tokens:
-        return [], None
-    glossary = _glossaries(team, notes)
-    documents = [_document(note, glossary) for note in notes]
-    # delta=0 makes BM25+ plain BM25 with an always-positive idf: a note sharing no term scores 0.
-    model = BM25Plus(documents, delta=0)
-    scores = model.get_scores(query_tokens)
-    wanted = set(query_tokens)
-    hits = [
-        Hit(note, float(score), wanted & set(document), bm25=float(score))
-        for note, score, document in zip(notes, scores, documents, strict=True)
-        if wanted & set(document)
-    ]
-    hits.sort(key=lambda hit: (-hit.score, -hit.note.updated_at.timestamp()))
-    return hits, model
+@dataclass
+class Keyword:
+    scores: list[float]  # BM25 per candidate, 0 when it shares no word with the query
+    matched: list[set[str]]  # the query's terms each candidate holds
+    strengths: list[float]  # in [0, 1], see keyword_strength
 
 
-def vector_gate(similarity: float) -> float:
-    """How much a vector match counts, from 0 at or below VECTOR_FLOOR to 1 from VECTOR_STRONG up."""
+def bm25(documents: list[Terms], query: str) -> Keyword:
+    """BM25 (k1 1.5, b 0.75, idf log((N + 1) / df), so never negative) of each document for the query,
+    with each document's keyword strength: its BM25 relative to the best one, times the share of
+    the query's information (idf) it covers. One accidental common word scores low; a note
+    matching the query's rare words scores high."""
+    query_terms = tokens(query)
+    n = len(documents)
+    if not n or not query_terms:
+        return Keyword([0.0] * n, [set() for _ in documents], [0.0] * n)
+    wanted = set(query_terms)
+    repeats = Counter(query_terms)
+    df = dict.fromkeys(wanted, 0)
+    for document in documents:
+        for term in wanted & document.counts.keys():
+            df[term] += 1
+    # A query term no note holds carries the most information a term can (idf of df 1).
+    idf = {term: math.log((n + 1) / max(1, count)) for term, count in df.items()}
+    total = sum(idf.values())
+    average = sum(d.length for d in documents) / n or 1.0
+    scores, matched, covered = [], [], []
+    for document in documents:
+        terms = wanted & document.counts.keys()
+        score = 0.0
+        for term in terms:
+            tf = document.counts[term]
+            score += repeats[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
+        scores.append(score)
+        matched.append(terms)
+        covered.append(sum(idf[term] for term in terms) / total if total > 0 else 0.0)
+    top = max(scores)
+    strengths = [s / top * c if top > 0 else 0.0 for s, c in zip(scores, covered, strict=True)]
+    return Keyword(scores, matched, strengths)
+
+
+# --- 3. fusion ------------------------------------------------------------------------------------
+
+
+def vector_strength(similarity: float) -> float:
+    """How much a vector match counts: 0 at or below VECTOR_FLOOR, 1 at VECTOR_STRONG, and on up
+    with the similarity (never capped, so that closer always ranks higher)."""
     floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
-    if similarity <= floor:
-        return 0.0
-    if similarity >= strong:
-        return 1.0
-    return (similarity - floor) / (strong - floor)
+    return max(0.0, (similarity - floor) / (strong - floor))
 
 
-AGREEMENT_BONUS = 0.5
+@dataclass
+class Scored:
+    candidate: Candidate
+    score: float
+    matched: set[str]
+    bm25: float
+    similarity: float | None
 
 
-def keyword_strength(hit: Hit, top_bm25: float, idf: dict[str, float], query_terms: set[str]) -> float:
-    """How strong a keyword match is, in [0, 1]: its BM25 relative to the best one for this query,
-    times the share of the query's information (idf) it covers. One accidental common word
-    scores low; a note matching the query's rare words scores high."""
-    if top_bm25 <= 0 or not query_terms:
-        return 0.0
-    unseen = max(idf.values(), default=1.0)
-    total = sum(idf.get(term, unseen) for term in query_terms)
-    covered = sum(idf.get(term, unseen) for term in hit.matched)
-    return (hit.bm25 / top_bm25) * (covered / total if total > 0 else 0.0)
+def rank(
+    team: Team, found: list[Candidate], query: str, *, mode: Mode = "hybrid", notes: dict[int, Note] | None = None
+) -> tuple[list[Scored], list[str]]:
+    """The candidates that match, best first, and the layers that could not be used.
 
-
-def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: str = "hybrid") -> Ranked:
-    """BM25 fused with vector similarity, by strength rather than by rank.
-
-    Each signal becomes a strength in [0, 1] (see keyword_strength and vector_gate); a note scores
-    its stronger signal plus half the weaker one, so both agreeing wins, a strong match of either
-    kind beats a weak one of the other, and a weak vector match never outranks a strong keyword
-    one. mode "bm25" or "vector" ranks by one signal alone (the benchmark compares all three).
-    Vectors that cannot be computed now (embedder down) leave BM25 alone and say so.
+    A note scores its vector strength plus KEYWORD_WEIGHT times its keyword strength: the vector
+    similarity orders notes by meaning all the way up (a saturated similarity would leave the order
+    of every close note to BM25), and shared words, the rarer the better, lift the notes that hold
+    them. A note with neither a word in common nor a similarity above VECTOR_FLOOR is no match.
+    mode "bm25" or "vector" ranks by one signal alone (the benchmarks compare all three). Vectors
+    that cannot be computed now (embedder down) leave BM25 alone, and say so.
     """
-    if mode != "vector":
-        keyword, model = _bm25_hits(team, notes, query)
-    else:
-        keyword, model = [], None
-    if mode == "bm25":
-        return Ranked(keyword)
-    found = vectors.similarities(team=team, notes=notes, query=query)
-    degraded = ["vectors"] if found.degraded else []
+    if not found:
+        return [], []
+    keyword = bm25(_terms(team, found, notes), query) if mode != "vector" else None
+    sims: dict[int, float] = {}
+    degraded: list[str] = []
+    if mode != "bm25":
+        result = vectors.similarities_by_hash(team=team, current={c.pk: c.text_hash for c in found}, query=query)
+        sims = result.scores
+        degraded = ["vectors"] if result.degraded else []
+    scored = []
+    for i, c in enumerate(found):
+        similarity = sims.get(c.pk)
+        words = keyword.scores[i] if keyword else 0.0
+        matched = keyword.matched[i] if keyword else set()
+        if mode == "vector":
+            if similarity is None:
+                continue
+            score = similarity
+        else:
+            score = KEYWORD_WEIGHT * keyword.strengths[i] if keyword else 0.0
+            if similarity is not None:
+                score += vector_strength(similarity)
+            if score <= 0:
+                continue
+        scored.append(Scored(c, score, matched, words, similarity))
+    scored.sort(key=lambda s: (-s.score, -s.bm25, -s.candidate.updated_at.timestamp()))
+    return scored, degraded
+
+
+def _load(ids: list[int]) -> dict[int, Note]:
+    return Note.objects.select_related("bank").in_bulk(ids)
+
+
+def _hits(scored: list[Scored], limit: int) -> list[Hit]:
+    """The first `limit` matches as hits, their notes loaded whole (one query). A note deleted
+    since it was scored is left out."""
+    top = scored[:limit]
+    notes = _load([s.candidate.pk for s in top])
+    return [
+        Hit(notes[s.candidate.pk], s.score, s.matched, bm25=s.bm25, similarity=s.similarity)
+        for s in top
+        if s.candidate.pk in notes
+    ]
+
+
+def hybrid_rank(team: Team, notes: list[Note], query: str, *, mode: Mode = "hybrid") -> Ranked:
+    """`rank` over notes the caller already holds (tests and benchmarks rank chosen notes)."""
     by_id = {note.pk: note for note in notes}
-    if mode == "vector":
-        ordered = sorted(found.scores.items(), key=lambda item: -item[1])
-        return Ranked([Hit(by_id[i], sim, set(), similarity=sim) for i, sim in ordered], degraded)
-
-    query_terms = set(tokens(query))
-    top = max((hit.bm25 for hit in keyword), default=0.0)
-    idf = dict(model.idf) if model is not None else {}
-    fused: dict[int, Hit] = {hit.note.pk: hit for hit in keyword}
-    strengths: dict[int, tuple[float, float]] = {
-        hit.note.pk: (keyword_strength(hit, top, idf, query_terms), 0.0) for hit in keyword
-    }
-    for note_id, sim in found.scores.items():
-        gate = vector_gate(sim)
-        hit = fused.get(note_id)
-        if hit is not None:
-            hit.similarity = sim
-            strengths[note_id] = (strengths[note_id][0], gate)
-        elif gate > 0:
-            fused[note_id] = Hit(by_id[note_id], 0.0, set(), similarity=sim)
-            strengths[note_id] = (0.0, gate)
-    for note_id, hit in fused.items():
-        strong, weak = sorted(strengths[note_id], reverse=True)
-        hit.score = strong + AGREEMENT_BONUS * weak
-    hits = sorted(
-        (h for h in fused.values() if h.score > 0),
-        key=lambda h: (-h.score, -h.bm25, -h.note.updated_at.timestamp()),
+    scored, degraded = rank(team, [Candidate.of(note) for note in notes], query, mode=mode, notes=by_id)
+    return Ranked(
+        [Hit(by_id[s.candidate.pk], s.score, s.matched, bm25=s.bm25, similarity=s.similarity) for s in scored],
+        degraded,
     )
-    return Ranked(hits, degraded)
-
-
-def recall_candidates(
-    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
-) -> list[Note]:
-    """Everything the concrete scope allows: tags gate the digest, not recall."""
-    return visible_notes(team=team, person=person, agent=agent, scope=scope, context=context, gate_on_tags=False).notes
 
 
 def recall_memories(
@@ -170,11 +352,11 @@ def recall_memories(
     limit: int = 5,
     scope: str = "",
     context: TurnContext | None = None,
+    mode: Mode = "hybrid",
 ) -> Ranked:
-    candidates = recall_candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    ranked = hybrid_rank(team, candidates, query)
-    ranked.hits = ranked.hits[:limit]
-    return ranked
+    found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
+    scored, degraded = rank(team, found, query, mode=mode)
+    return Ranked(_hits(scored, limit), degraded)
 
 
 def recall_for_owner(*, person: Person, query: str, limit: int = 10) -> Ranked:
@@ -250,20 +432,25 @@ def recall_bundle(
     No note contributes more than max_per_source characters (a longer one is cut and marked
     truncated); what does not fit the budget is listed in `omitted`, never dropped silently.
     """
-    candidates = recall_candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    by_key = {note.key: note for note in candidates}
-    ranked = hybrid_rank(team, candidates, query)
-    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in ranked.hits[:seeds]]
+    found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
+    by_key = {c.key: c.pk for c in found}
+    scored, degraded = rank(team, found, query)
+    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(scored, seeds)]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]
     for _ in range(depth):
-        next_frontier = []
+        wanted: list[tuple[str, Note]] = []  # (linked key, the note linking to it), in order of mention
         for note in frontier:
             for linked in links(note.content):
                 if linked in by_key and linked not in seen:
                     seen.add(linked)
-                    ordered.append((by_key[linked], f"link:{note.key}"))
-                    next_frontier.append(by_key[linked])
+                    wanted.append((linked, note))
+        loaded = _load([by_key[linked] for linked, _ in wanted])
+        next_frontier = []
+        for linked, source in wanted:
+            if by_key[linked] in loaded:
+                ordered.append((loaded[by_key[linked]], f"link:{source.key}"))
+                next_frontier.append(loaded[by_key[linked]])
         frontier = next_frontier
 
     items: list[BundleItem] = []
@@ -279,4 +466,4 @@ def recall_bundle(
             continue
         used += len(content)
         items.append(BundleItem(note, content, via, truncated))
-    return Bundle(items=items, used_chars=used, omitted=omitted, degraded=ranked.degraded)
+    return Bundle(items=items, used_chars=used, omitted=omitted, degraded=degraded)
