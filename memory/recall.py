@@ -13,16 +13,19 @@ A recall runs in three steps, so that a bank of a thousand notes costs a few mil
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
@@ -100,14 +103,32 @@ def candidates(
     rows = Note.objects.filter(team=team, bank__in=banks).live(timezone.now())
     if agent is not None:
         rows = rows.unmuted_for(agent, person=person)
-    found = [
-        Candidate(*row)
-        for row in rows.annotate(text_hash=NOTES.sql_text_hash())
+    light = (
+        rows.annotate(
+            text_hash=NOTES.sql_text_hash(),
+            refs=Cast("scope_refs", TextField()),
+            tags=Cast("semantics", TextField()),
+        )
         .order_by()
-        .values_list("pk", "bank_id", "key", "scope_refs", "semantics", "updated_at", "text_hash")
+        .values_list("pk", "bank_id", "key", "refs", "tags", "updated_at", "text_hash")
+    )
+    # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
+    # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
+    with connections[light.db].cursor() as cursor:
+        cursor.execute(*light.query.sql_with_params())
+        found = [
+            Candidate(pk, bank_id, key, _json(refs, {}), _json(tags, []), updated_at, text_hash)
+            for pk, bank_id, key, refs, tags, updated_at, text_hash in cursor.fetchall()
+        ]
+    per_bank = [
+        [c for c in found if c.bank_id == bank.pk and (not c.scope_refs or scope_refs_match(c.scope_refs, refs))]
+        for bank in banks
     ]
-    per_bank = [[c for c in found if c.bank_id == bank.pk and scope_refs_match(c.scope_refs, refs)] for bank in banks]
     return shadow(per_bank)
+
+
+def _json[T](text: str, empty: T) -> T:
+    return empty if text in ("{}", "[]") else cast(T, json.loads(text))
 
 
 def recall_candidates(
@@ -238,18 +259,21 @@ def bm25(documents: list[Terms], query: str) -> Keyword:
     repeats = Counter(query_terms)
     df = dict.fromkeys(wanted, 0)
     for document in documents:
-        for term in wanted & document.counts.keys():
-            df[term] += 1
+        counts = document.counts
+        for term in wanted:
+            if term in counts:
+                df[term] += 1
     # A query term no note holds carries the most information a term can (idf of df 1).
     idf = {term: math.log((n + 1) / max(1, count)) for term, count in df.items()}
     total = sum(idf.values())
-    average = sum(d.length for d in documents) / n or 1.0
+    average = sum([d.length for d in documents]) / n or 1.0
     scores, matched, covered = [], [], []
     for document in documents:
-        terms = wanted & document.counts.keys()
+        counts = document.counts
+        terms = {term for term in wanted if term in counts}
         score = 0.0
         for term in terms:
-            tf = document.counts[term]
+            tf = counts[term]
             score += repeats[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
         scores.append(score)
         matched.append(terms)
@@ -262,10 +286,11 @@ def bm25(documents: list[Terms], query: str) -> Keyword:
 # --- 3. fusion ------------------------------------------------------------------------------------
 
 
-def vector_strength(similarity: float) -> float:
+def vector_strength(similarity: float, floor: float | None = None, strong: float | None = None) -> float:
     """How much a vector match counts: 0 at or below VECTOR_FLOOR, 1 at VECTOR_STRONG, and on up
     with the similarity (never capped, so that closer always ranks higher)."""
-    floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
+    floor = settings.VECTOR_FLOOR if floor is None else floor
+    strong = settings.VECTOR_STRONG if strong is None else strong
     return max(0.0, (similarity - floor) / (strong - floor))
 
 
@@ -300,6 +325,7 @@ def rank(
         sims = result.scores
         degraded = ["vectors"] if result.degraded else []
     scored = []
+    floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG  # read once, not per note
     for i, c in enumerate(found):
         similarity = sims.get(c.pk)
         words = keyword.scores[i] if keyword else 0.0
@@ -311,7 +337,7 @@ def rank(
         else:
             score = KEYWORD_WEIGHT * keyword.strengths[i] if keyword else 0.0
             if similarity is not None:
-                score += vector_strength(similarity)
+                score += vector_strength(similarity, floor, strong)
             if score <= 0:
                 continue
         scored.append(Scored(c, score, matched, words, similarity))
