@@ -149,6 +149,9 @@ def shipped(team: Any, agent: Any, bank: Bank) -> list[tuple[str, Result, tuple[
         ("recall_memories, query vector cached", via_tool("recall_memories"), False),
     ]:
         got: dict[int, list[str]] = {}
+        if not cold:  # every question's vector in the cache first, as after a turn that embedded it
+            for question in asked:
+                vectors.embed_query(question.text)
 
         def op(
             i: int, call: Callable[[str], list[str]] = call, cold: bool = cold, got: dict[int, list[str]] = got
