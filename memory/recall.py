@@ -224,7 +224,7 @@ def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = N
             texts = [(*by_id[c.pk], c.text_hash) for c in missing if c.pk in by_id]
         for key, description, content, hashed in texts:
             cached[hashed] = Terms.of(key, description, content)
-            if NOTES.text_hash(Note(key=key, description=description, content=content)) == hashed:
+            if NOTES.hash_values(key, description, content) == hashed:
                 TERMS.put(hashed, cached[hashed])
     glossary = _glossaries(team, found)
     out = []

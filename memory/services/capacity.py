@@ -78,7 +78,7 @@ def _lock(bank: Bank) -> Bank:
     return Bank.objects.select_for_update().get(pk=bank.pk)
 
 
-def lock_bank(*, team: Team, person: Person | None, scope: str, kind: str) -> Bank:
+def _lock_bank(*, team: Team, person: Person | None, scope: str, kind: str) -> Bank:
     """The bank, created on first use, locked until the transaction ends (see _lock): one round
     trip when it exists."""
     address = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, validate_scope(scope))

@@ -22,7 +22,7 @@ from memory.banks import applicable_banks, bank_id_for, bank_kind_for
 from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import scope_refs_match
-from memory.services.capacity import _after_growth, _lock, _make_room, _remove, lock_bank
+from memory.services.capacity import _after_growth, _lock, _lock_bank, _make_room, _remove
 from memory.services.revisions import Actor, _log, _record_refusal
 from memory.text import normalize_key
 from memory.validation import (
@@ -70,7 +70,7 @@ def _write_to_bank(
             if person is None and kind != Bank.Kind.SHARED:
                 raise InvalidNote("A private or global bank needs a person.", field="person")
             bank_ref = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, clean_scope)
-            return body(lock_bank(team=team, person=person, scope=clean_scope, kind=kind))
+            return body(_lock_bank(team=team, person=person, scope=clean_scope, kind=kind))
     except DomainError as exc:
         _record_refusal(
             team=team, person=person, bank_ref=bank_ref, actor=actor, key=key_hint, attempted=attempted, exc=exc
