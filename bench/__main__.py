@@ -14,6 +14,7 @@ BENCHMARKS = {
     "api": "bench.bench_api",
     "memory": "bench.bench_memory",
     "vectors": "bench.bench_vectors",
+    "recall": "bench.bench_recall",
     "compose": "bench.bench_compose",
     "record": "bench.bench_record",
     "curator": "bench.bench_curator",

@@ -19,8 +19,7 @@ from bench.harness import Result, measure, print_table
 
 SIZES = (10, 100, 1000)
 REPEAT = 150
-# recall_memories rebuilds its BM25 index (tokenising and stemming every note) on each call, so it
-# costs about a millisecond per note: fewer repeats over the big banks keep `make bench` short.
+# Fewer repeats over the big banks keep `make bench` short.
 RECALL_REPEAT = {10: 150, 100: 60, 1000: 20}
 LIMIT = 5000  # soft and hard limit: 1,000 notes plus the net-new writes fit without FULL or consolidation
 QUERY = "which coffee does she order before climbing in Lisbon"
@@ -125,7 +124,7 @@ def prefill(team: Any, agent: Any, size: int) -> Fixture:
 def run(scratch_team_slug: str) -> None:
     from accounts.services import create_agent, create_team
     from memory.models import Bank, Note
-    from memory.queries import recall_memories
+    from memory.recall import recall_memories
     from memory.services import Actor, delete_note, remember
 
     team = create_team(slug=scratch_team_slug)

@@ -15,12 +15,15 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from bench.bench_memory import note_text
 from bench.harness import Result, measure, print_table
+
+if TYPE_CHECKING:
+    from memory.recall import Mode
 
 BATCH = 32
 EMBED_TEXTS = 512  # 16 batches of 32
@@ -28,7 +31,7 @@ QUERY_REPEAT = 100
 BANK_SIZE = 1000
 RECALL_REPEAT = 50
 LIMIT = 5000
-MODES = ("hybrid", "bm25", "vector")
+MODES: tuple[Mode, ...] = ("hybrid", "bm25", "vector")
 
 
 @dataclass(frozen=True)
@@ -425,7 +428,7 @@ def hit_rates(ranked_keys: list[list[str]], answers: list[str]) -> tuple[float, 
 
 
 def recall_at_scale(team: Any, agent: Any) -> None:
-    from memory.queries import hybrid_rank, recall_candidates, recall_memories
+    from memory.recall import hybrid_rank, recall_candidates, recall_memories
 
     rng = random.Random("bench-vectors-bank")
     filler = [note_text(rng, index) for index in range(BANK_SIZE - len(NOTES))]
@@ -447,7 +450,7 @@ def recall_at_scale(team: Any, agent: Any) -> None:
         degraded.update(ranked.degraded)
         top["hybrid"][i] = [hit.note.key for hit in ranked.hits]
 
-    def single(mode: str):
+    def single(mode: Mode):
         def op(i: int) -> None:
             candidates = recall_candidates(team=team, person=person, agent=agent)
             ranked = hybrid_rank(team, candidates, queries[i % len(queries)], mode=mode)
@@ -483,7 +486,7 @@ def recall_at_scale(team: Any, agent: Any) -> None:
 
 
 def quality(team: Any, agent: Any) -> None:
-    from memory.queries import hybrid_rank, recall_candidates, vector_gate
+    from memory.recall import hybrid_rank, recall_candidates, vector_strength
 
     person = fill_bank(team, agent, "bench-vectors-maya", NOTES, "labelled notes")
     index_all("labelled notes", person)
@@ -518,7 +521,7 @@ def quality(team: Any, agent: Any) -> None:
     # answer landed in each mode, and the answer's cosine similarity with the gate applied to it.
     print(
         "\nHybrid misses at 1: query -> answer | hybrid #1 [BM25 terms] | answer's rank in hybrid, bm25, vector "
-        "| answer's cosine (gate)"
+        "| answer's cosine (vector strength)"
     )
     for i, query in enumerate(QUERIES):
         if ranked["hybrid"][i][:1] == [query.answer]:
@@ -531,7 +534,7 @@ def quality(team: Any, agent: Any) -> None:
         print(
             f"- [{query.kind}] {query.text!r} -> {query.answer} | "
             f"{first.note.key + ' ' + str(sorted(first.matched)) if first else '-'} | "
-            f"{', '.join(places)} | {sim:.2f} ({vector_gate(sim):.2f})"
+            f"{', '.join(places)} | {sim:.2f} ({vector_strength(sim):.2f})"
         )
 
 

@@ -272,8 +272,8 @@ EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", schemes=("http", "https"))
 EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_DIM = env_int("EMBEDDING_DIM", default=0, minimum=0, maximum=8192)
-# Hybrid recall: a vector match counts nothing at or below VECTOR_FLOOR and fully from
-# VECTOR_STRONG up (cosine similarity; tuned for all-MiniLM-L6-v2).
+# Hybrid recall: a vector match counts nothing at or below VECTOR_FLOOR, 1 at VECTOR_STRONG and
+# more above it (cosine similarity; tuned for all-MiniLM-L6-v2; memory/recall.py).
 VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.15, minimum=-1.0, maximum=1.0)
 VECTOR_STRONG = env_float("VECTOR_STRONG", default=0.5, minimum=-1.0, maximum=1.0)
 EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)

@@ -93,10 +93,14 @@ class IndexedModel:
         return "\n".join(getattr(row, name) for name in self.text_fields)
 
     def text_hash(self, row: models.Model) -> str:
-        return hashlib.sha256(self.text(row).encode()).hexdigest()
+        return self.hash_values(*(getattr(row, name) for name in self.text_fields))
+
+    def hash_values(self, *values: str) -> str:
+        """text_hash of a row whose text fields hold these values, in text_fields order."""
+        return hashlib.sha256("\n".join(values).encode()).hexdigest()
 
     def sql_text_hash(self) -> Func:
-        # Must produce exactly text_hash(): sha256 of the text fields joined by newlines.
+        """text_hash() computed by Postgres, to annotate a query with (it must produce exactly text_hash())."""
         parts: list[Any] = []
         for name in self.text_fields:
             parts += [Value("\n"), name] if parts else [name]

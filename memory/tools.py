@@ -22,7 +22,7 @@ from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError
 from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
-from memory import provenance, queries, services
+from memory import provenance, queries, recall, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
@@ -313,11 +313,11 @@ def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     return _write_out(result)
 
 
-def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) -> queries.Ranked:
+def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) -> recall.Ranked:
     """recall_memories and search rank the same way; they differ in what they return of each hit."""
     started = perf_counter()
     person = _person(ctx, args)
-    ranked = queries.recall_memories(
+    ranked = recall.recall_memories(
         team=ctx.team,
         person=person,
         agent=ctx.agent,
@@ -427,7 +427,7 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
                 id=h.note.pk,
                 bank=h.note.bank.address,
                 key=h.note.key,
-                snippet=queries.snippet(h.note, h.matched),
+                snippet=recall.snippet(h.note, h.matched),
                 score=round(h.score, 6),
             )
             for h in ranked.hits
@@ -438,7 +438,7 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
 def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
     started = perf_counter()
     person = _person(ctx, args)
-    bundle = queries.recall_bundle(
+    bundle = recall.recall_bundle(
         team=ctx.team,
         person=person,
         agent=ctx.agent,

@@ -34,7 +34,8 @@ from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, ErasePersonForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.provenance import erase_note_and_sources, origins_of, source_count
-from memory.queries import Digest, Hit, build_digest, recall_for_owner
+from memory.queries import Digest, build_digest
+from memory.recall import Hit, recall_for_owner
 from memory.services import (
     Actor,
     edit_note,

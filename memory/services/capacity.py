@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from accounts.models import Person, Team
@@ -78,17 +78,37 @@ def _lock(bank: Bank) -> Bank:
     return Bank.objects.select_for_update().get(pk=bank.pk)
 
 
-def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) -> list[dict[str, Any]]:
-    """Apply the bank's policy to a net-new note: refuse it, or evict what gives way (before the write)."""
-    # Expired notes no longer apply; the periodic sweep may not have reached them yet, and they
-    # must not hold a place against a note that does.
+def _lock_bank(*, team: Team, person: Person | None, scope: str, kind: str) -> Bank:
+    """The bank, created on first use, locked until the transaction ends (see _lock): one round
+    trip when it exists."""
+    address = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, validate_scope(scope))
+    locked = Bank.objects.select_for_update().filter(team=team, address=address).first()
+    if locked is not None:
+        return locked
+    return _lock(get_or_create_bank(team=team, person=person, scope=scope, kind=kind))
+
+
+def _remove_expired(bank: Bank, actor: Actor, now: datetime) -> None:
     for expired in Note.objects.filter(team_id=bank.team_id, bank=bank, expires_at__lte=now):
         assert expired.expires_at is not None  # the filter above
         expired.bank = bank
         _remove(expired, Actor(Revision.Actor.EXPIRY, "write-path", actor.request_id), Revision.Action.DELETE,
                 f"expired at {expired.expires_at.isoformat()}")  # fmt: skip
+
+
+def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) -> tuple[list[dict[str, Any]], int]:
+    """Apply the bank's policy to a net-new note: refuse it, or evict what gives way (before the
+    write). Returns what was evicted and how many notes the bank holds before the newcomer."""
+    # Expired notes no longer apply; the periodic sweep may not have reached them yet, and they
+    # must not hold a place against a note that does.
     if bank.policy == Bank.Policy.CURATED:
-        count = _count(bank)
+        counts = Note.objects.filter(team_id=bank.team_id, bank=bank).aggregate(
+            held=models.Count("pk"), expired=models.Count("pk", filter=models.Q(expires_at__lte=now))
+        )
+        count = counts["held"]
+        if counts["expired"]:
+            _remove_expired(bank, actor, now)
+            count = _count(bank)
         if count >= bank.hard_limit:
             raise BankFull(
                 f"Bank {bank.address} holds {count} notes, its hard limit. Offer to drop something old; "
@@ -99,8 +119,9 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
                 f"Bank {bank.address} is FULL: new notes are refused until something is removed. "
                 "Offer the person to drop something old; corrections to existing keys still work.",
             )
-        return []
+        return [], count
 
+    _remove_expired(bank, actor, now)
     held_notes = list(Note.objects.filter(team_id=bank.team_id, bank=bank))
     held = [policy.Candidate(n.key, n.kind, n.updated_at, n.repetitions) for n in held_notes]
     newcomer = policy.Candidate(fields["key"], fields["kind"], now, 1)
@@ -114,7 +135,7 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
             field="key",
         )
     if verdict.evict is None:
-        return []
+        return [], len(held_notes)
     victim = next(n for n in held_notes if n.key == verdict.evict.key)
     reason = (
         f"capacity {bank.capacity} reached; evicted to make room for '{fields['key']}' ({fields['kind']}, "
@@ -122,7 +143,7 @@ def _make_room(bank: Bank, actor: Actor, fields: dict[str, Any], now: datetime) 
     )
     info = {"id": victim.pk, "key": victim.key, "kind": victim.kind, "reason": reason}
     _remove(victim, Actor(Revision.Actor.POLICY, "bounded-eviction", actor.request_id), Revision.Action.EVICT, reason)
-    return [info]
+    return [info], len(held_notes) - 1
 
 
 def _shrink_to_capacity(bank: Bank, actor: Actor) -> None:
@@ -141,10 +162,12 @@ def _shrink_to_capacity(bank: Bank, actor: Actor) -> None:
         )
 
 
-def _after_growth(bank: Bank) -> None:
+def _after_growth(bank: Bank, count: int | None = None) -> None:
+    """A note was added: past the soft limit, a curated bank asks for consolidation. `count` is
+    how many notes the bank now holds, when the caller knows (it holds the bank's lock)."""
     if bank.policy != Bank.Policy.CURATED or bank.is_full or bank.consolidation_pending:
         return
-    if _count(bank) <= bank.soft_limit:
+    if (_count(bank) if count is None else count) <= bank.soft_limit:
         return
     request_consolidation(bank)
 

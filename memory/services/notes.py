@@ -23,7 +23,7 @@ from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import scope_refs_match
 from memory.services import reads
-from memory.services.capacity import _after_growth, _lock, _make_room, _remove, get_or_create_bank
+from memory.services.capacity import _after_growth, _lock, _lock_bank, _make_room, _remove
 from memory.services.revisions import ERASED_REASON, Actor, _erase_note_from_log, _log, _record_refusal
 from memory.text import normalize_key
 from memory.validation import (
@@ -71,8 +71,7 @@ def _write_to_bank(
             if person is None and kind != Bank.Kind.SHARED:
                 raise InvalidNote("A private or global bank needs a person.", field="person")
             bank_ref = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, clean_scope)
-            bank = get_or_create_bank(team=team, person=person, scope=clean_scope, kind=kind)
-            return body(_lock(bank))
+            return body(_lock_bank(team=team, person=person, scope=clean_scope, kind=kind))
     except DomainError as exc:
         _record_refusal(
             team=team, person=person, bank_ref=bank_ref, actor=actor, key=key_hint, attempted=attempted, exc=exc
@@ -175,13 +174,13 @@ def _upsert(
         )
         return WriteResult(existing, "updated", bank, existing.key)
 
-    evicted = _make_room(bank, actor, fields, now)
+    evicted, held = _make_room(bank, actor, fields, now)
     note = Note.objects.create(
         team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
     )
     indexing.schedule(note.pk)
     _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot(), subject=subject)
-    _after_growth(bank)
+    _after_growth(bank, held + 1)
     return WriteResult(note, "created", bank, note.key, evicted)
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
-from memory.queries import Hit, hybrid_rank, recall_bundle, recall_memories
+from memory.recall import Hit, hybrid_rank, recall_bundle, recall_memories
 from memory.services import delete_note, remember
 from memory.vectors import Similarities, order_by_meaning, similarities
 from tests.factories import note_fields
@@ -122,10 +122,10 @@ def test_a_weak_vector_match_does_not_outrank_a_strong_keyword_match(tenant, per
     strong = write(tenant, person, actor, key="strong", content="Unrelated words entirely")
     notes = [keyword, vague, strong]
 
-    def fake(*, team, notes, query):
+    def fake(*, team, current, query):
         return Similarities(scores={keyword.pk: 0.10, vague.pk: 0.35, strong.pk: 0.80})
 
-    mocker.patch("memory.vectors.similarities", side_effect=fake)
+    mocker.patch("memory.vectors.similarities_by_hash", side_effect=fake)
     hits = hybrid_rank(tenant.team, notes, "apollo deadline").hits
     ranks = [h.note.key for h in hits]
     assert ranks.index("deadline") < ranks.index("vague")
@@ -136,7 +136,7 @@ def test_a_weak_vector_match_does_not_outrank_a_strong_keyword_match(tenant, per
 
 def test_below_the_floor_a_vector_adds_nothing(tenant, person, actor, mocker):
     only = write(tenant, person, actor, key="only", content="Nothing in common")
-    mocker.patch("memory.vectors.similarities", return_value=Similarities(scores={only.pk: 0.1}))
+    mocker.patch("memory.vectors.similarities_by_hash", return_value=Similarities(scores={only.pk: 0.1}))
     assert hybrid_rank(tenant.team, [only], "apollo deadline").hits == []
 
 
@@ -207,7 +207,7 @@ def test_a_strong_vector_match_outranks_an_accidental_keyword_match(tenant, pers
     accidental = write(tenant, person, actor, key="commute", content="Anything can happen on the commute")
     answer = write(tenant, person, actor, key="peanut-allergy", content="Severe reaction to peanuts")
     mocker.patch(
-        "memory.vectors.similarities",
+        "memory.vectors.similarities_by_hash",
         return_value=Similarities(scores={accidental.pk: 0.05, answer.pk: 0.55}),
     )
     hits = hybrid_rank(tenant.team, [accidental, answer], "is there anything I am unable to eat?").hits
