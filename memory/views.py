@@ -381,12 +381,21 @@ def _edit_form(note: Note) -> NoteEditForm:
     return NoteEditForm(initial={"description": note.description, "content": note.content})
 
 
+def _where(request: LensRequest, note: Note) -> str:
+    """The note's bank in plain words, from the signed-in login's side ("About you, everywhere")."""
+    person = note.bank.person
+    if person is None:
+        return plain.bank_title(note.bank, yours=False, name="")
+    return plain.bank_title(note.bank, yours=person.user_id == request.user.pk, name=str(person))
+
+
 @require_GET
 @login_required
 def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
     note = _visible_note(request, note_id)
     if _may_change(request, note):
         context = {
+            "where": _where(request, note),
             "note": note,
             "form": _edit_form(note),
             "revisions": revision_entries(note),
@@ -394,6 +403,7 @@ def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
         }
     else:  # a shared note's sources are other people's messages
         context = {
+            "where": _where(request, note),
             "note": note,
             "read_only": READ_ONLY_SHARED.format(scope=note.bank.scope),
             "revisions": revision_entries(note, with_content=False),
@@ -440,7 +450,10 @@ def note_edit(request: LensRequest, note_id: int) -> HttpResponse:
             if not request.htmx:
                 return redirect("lens-note", note_id=note.pk)
             note = result.note
-            context = {"note": note, "form": _edit_form(note), "saved": result.action == "updated"}
+            context = {
+                "note": note, "form": _edit_form(note), "saved": result.action == "updated",
+                "where": _where(request, note),
+            }  # fmt: skip
             card = render_to_string("memory/note_detail.html#note-card", context, request=request)
             # The history gained a row: send it along, swapped out of band.
             history = render_to_string(
@@ -449,7 +462,7 @@ def note_edit(request: LensRequest, note_id: int) -> HttpResponse:
                 request=request,
             )
             return HttpResponse(card + history)
-    context = {"note": note, "form": form, "editing": True}
+    context = {"note": note, "form": form, "editing": True, "where": _where(request, note)}
     if request.htmx:
         return render(request, "memory/note_detail.html#note-card", context, status=422)
     return render(request, "memory/note_detail.html", {**context, "revisions": revision_entries(note)}, status=422)

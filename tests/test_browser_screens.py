@@ -15,6 +15,8 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from accounts.models import Agent, Membership, Person
+from conversations.models import Conversation, Message
+from conversations.services import erase_message, record_message, start_conversation
 from memory.models import Note, Revision
 from memory.services import (
     Actor,
@@ -25,6 +27,7 @@ from memory.services import (
     remember,
     update_bank_settings,
 )
+from memory.services.reads import flush_reads, record_read
 from tests.factories import AgentFactory, PersonFactory, TeamFactory, written
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_on")]
@@ -45,6 +48,8 @@ class World:
     agent: Agent
     home: Note
     shared: Note
+    talk: Conversation
+    said: Message
 
 
 @pytest.fixture
@@ -89,7 +94,18 @@ def world(django_user_model) -> World:
     with pytest.raises(Exception, match="worth less"):
         note(grace, key="on-a-bus", description="Where Grace is", content="On a bus.", kind=Note.Kind.EPHEMERAL)
     PersonFactory.create(team=team, external_id="demo-0123abcd")  # an anonymous demo visitor who said nothing
-    return World(person=ada, agent=agent, home=home, shared=shared)
+
+    # A conversation with one message erased, and an agent's lookup that found a note and a message.
+    talk = start_conversation(team=team, agent=agent, person=ada)
+    said = record_message(conversation=talk, role="user", content="I moved to Oslo in May. " + LONG_NOTE)
+    record_message(conversation=talk, role="assistant", content="Welcome to Oslo!")
+    erase_message(message=record_message(conversation=talk, role="user", content="My bank PIN is 4321."))
+    record_read(
+        team=team, agent=agent, person=ada, tool="search_conversation", started=0.0, query="when did Ada move",
+        notes=[home.pk], messages=[said.pk], conversations=[talk.pk],
+    )  # fmt: skip
+    flush_reads()
+    return World(person=ada, agent=agent, home=home, shared=shared, talk=talk, said=said)
 
 
 def fits_and_passes_axe(page: Page, name: str, artifact: Any) -> None:
@@ -174,6 +190,23 @@ def test_every_page_fits_a_phone_passes_axe_and_speaks_plainly(page: Page, live_
     page.goto(f"{base}/m/{world.home.pk}/delete")
     expect(page.get_by_role("heading", name="Delete “home-city”?")).to_be_visible()
     fits_and_passes_axe(page, "delete", artifact)
+
+    # The person's conversations, one read with a tombstone, the two confirmations, and the lookups.
+    page.goto(f"{base}/lens/conversations/")
+    fits_and_passes_axe(page, "conversations", artifact)
+    page.goto(f"{base}/lens/conversations/{world.talk.pk}")
+    expect(page.locator(f"#message-{world.said.pk}")).to_contain_text("I moved to Oslo in May.")
+    expect(page.get_by_text("Message erased").first).to_be_visible()
+    fits_and_passes_axe(page, "conversation", artifact)
+    page.goto(f"{base}/lens/conversations/{world.talk.pk}/messages/{world.said.pk}/delete")
+    fits_and_passes_axe(page, "message-delete", artifact)
+    page.goto(f"{base}/lens/conversations/{world.talk.pk}/delete")
+    fits_and_passes_axe(page, "conversation-delete", artifact)
+    page.goto(f"{base}/lens/reads/")
+    expect(page.get_by_text("when did Ada move").first).to_be_visible()
+    fits_and_passes_axe(page, "reads", artifact)
+    page.goto(f"{base}/lens/people/{world.person.pk}/erase")
+    fits_and_passes_axe(page, "erase-everything", artifact)
 
     page.goto(f"{base}/m/999999999")
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
