@@ -39,7 +39,7 @@ from curator.providers import (
     Usage,
     get_provider,
 )
-from curator.schemas import AppendDailyOp, ConsolidationPlan, ForgetOp, RememberOp
+from curator.schemas import AppendDailyOp, ConsolidationPlan, CuratorPlan, ForgetOp, RememberOp
 from memory.models import Bank, Note, Revision
 from memory.queries import build_digest
 from memory.services import (
@@ -118,19 +118,11 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
         today=timezone.localdate().isoformat(),
     )
     try:
-        plan, usage = provider.curate(request)
+        plan = _ask(provider, request, conversation, task_id)
     except ProviderError as exc:
-        _record_call(
-            team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
-            error=str(exc), task_id=task_id, conversation_id=conversation.pk,
-        )  # fmt: skip
         record_curation_failure(conversation=conversation, error=str(exc))
         logger.warning("curation of conversation %s failed: %s", conversation.pk, exc)
         raise
-    _record_call(
-        team_id=conversation.team_id, purpose="curate", usage=usage, provider=provider, outcome="ok",
-        task_id=task_id, conversation_id=conversation.pk,
-    )  # fmt: skip
     actor = Actor(Revision.Actor.CURATOR, f"{provider.name}:{getattr(provider, 'model', '')}", task_id)
     applied, refused = 0, []
     with transaction.atomic():
@@ -182,23 +174,28 @@ def rebuild_summary(*, conversation_id: int, task_id: str = "", provider: LLMPro
         request = CurationRequest(
             messages=[_chat_line(m) for m in kept], digest="", summary="", today=timezone.localdate().isoformat()
         )
-        try:
-            plan, usage = provider.curate(request)
-        except ProviderError as exc:
-            _record_call(
-                team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
-                error=str(exc), task_id=task_id, conversation_id=conversation.pk,
-            )  # fmt: skip
-            raise
-        _record_call(
-            team_id=conversation.team_id, purpose="curate", usage=usage, provider=provider, outcome="ok",
-            task_id=task_id, conversation_id=conversation.pk,
-        )  # fmt: skip
-        summary = plan.summary or ""
+        summary = _ask(provider, request, conversation, task_id).summary or ""
     stored = record_rebuilt_summary(
         conversation=conversation, summary=summary, read_ids=[m.pk for m in kept], through_order=through
     )
     return f"rebuilt the summary from {len(kept)} messages" if stored else "skipped: out of date; asked again"
+
+
+def _ask(provider: LLMProvider, request: CurationRequest, conversation: Conversation, task_id: str) -> CuratorPlan:
+    """Ask the provider for a plan, recording the call either way (a failure is recorded, then raised)."""
+    try:
+        plan, usage = provider.curate(request)
+    except ProviderError as exc:
+        _record_call(
+            team_id=conversation.team_id, purpose="curate", usage=None, provider=provider, outcome="failed",
+            error=str(exc), task_id=task_id, conversation_id=conversation.pk,
+        )  # fmt: skip
+        raise
+    _record_call(
+        team_id=conversation.team_id, purpose="curate", usage=usage, provider=provider, outcome="ok",
+        task_id=task_id, conversation_id=conversation.pk,
+    )  # fmt: skip
+    return plan
 
 
 def _chat_line(message: Message) -> ChatLine:
