@@ -423,6 +423,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
 
     from django.conf import settings
     from django.db import connection
+    from django.test import override_settings
 
     from accounts.services import create_agent, create_team, get_or_create_person
     from conversations.models import Message
@@ -484,23 +485,62 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     questions = [q.text for index, item in enumerate(loaded) if half_of(index) == "test" for q in item.sample.questions]
     questions = questions[:SCALE_QUESTIONS]
     variants = {
-        "words only": replace(DEFAULT_RANKING, meaning=False),
-        "vectors only": replace(DEFAULT_RANKING, words=False),
-        PRODUCT: DEFAULT_RANKING,
+        "words only": (replace(DEFAULT_RANKING, meaning=False), False),
+        "vectors only": (replace(DEFAULT_RANKING, words=False), False),
+        PRODUCT: (DEFAULT_RANKING, False),
+        f"{PRODUCT}, exact throughout (before)": (DEFAULT_RANKING, True),
     }
+    from conversations.retrieval import STATISTICS, Scope, approximate_depth
+
+    STATISTICS.forget()
+    exact_settings = {"SEARCH_EXACT_UP_TO": 10**9, "SEARCH_COMMON_WORD_MESSAGES": 10**9}
+    for question in questions[:5]:  # warm-up: caches, the embedder's first call, the statistics
+        for ranking, exact in variants.values():
+            with override_settings(**(exact_settings if exact else {})):
+                rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
     timings: dict[str, list[float]] = {name: [] for name in variants}
+    ranked: dict[str, list[list[int]]] = {name: [] for name in variants}
     for question in tqdm(questions, desc="questions at 100,000 messages", leave=False):
-        for name, ranking in variants.items():
-            begin = time.perf_counter()
-            rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
-            timings[name].append(time.perf_counter() - begin)
+        for name, (ranking, exact) in variants.items():
+            with override_settings(**(exact_settings if exact else {})):
+                begin = time.perf_counter()
+                hits = rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking).hits
+                timings[name].append(time.perf_counter() - begin)
+            ranked[name].append([hit.message.pk for hit in hits])
+    scope = Scope.of(agent, person)
+    depth = approximate_depth(scope, embedder.dim)
+    # The copies repeat each turn about 17 times, so agreement is counted by source turn.
+    sources = {
+        pk: external_id.split(":")[-1]
+        for pk, external_id in Message.objects.filter(
+            pk__in={pk for lists in ranked.values() for one in lists for pk in one}
+        ).values_list("pk", "external_id")
+    }
+
+    def agreement(name: str) -> float:
+        before = ranked[f"{PRODUCT}, exact throughout (before)"]
+        shared = [
+            len({sources[pk] for pk in a} & {sources[pk] for pk in b}) / max(1, len({sources[pk] for pk in b}))
+            for a, b in zip(ranked[name], before, strict=True)
+        ]
+        return 100 * sum(shared) / max(1, len(shared))
+
     print(
         f"\n{total:,} messages between one agent and one person imported in {imported:.1f} s "
         f"({total / imported:,.0f} messages/s); {vectors:,} vectors copied from their source turns."
     )
+    print(
+        f"Meaning through the HNSW index asking for {depth} neighbours (hnsw.ef_search)"
+        if depth
+        else "Meaning by an exact scan (the approximate path was not taken)"
+    )
+    print(
+        f"Top {LIMIT} of {PRODUCT} agreeing with the exact search, by source turn: "
+        f"{agreement(PRODUCT):.1f}% (a 5-question warm-up ran first)."
+    )
     results = {name: Result(name, samples) for name, samples in timings.items()}
+    before = f"{PRODUCT}, exact throughout (before)"
     print_table(
         f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions",
-        [(results["words only"], None)]
-        + [(results[name], results["words only"]) for name in variants if name != "words only"],
+        [(results[before], None)] + [(results[name], results[before]) for name in variants if name != before],
     )

@@ -276,6 +276,12 @@ EMBEDDING_DIM = env_int("EMBEDDING_DIM", default=0, minimum=0, maximum=8192)
 # more above it (cosine similarity; tuned for all-MiniLM-L6-v2; memory/recall.py).
 VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.15, minimum=-1.0, maximum=1.0)
 VECTOR_STRONG = env_float("VECTOR_STRONG", default=0.5, minimum=-1.0, maximum=1.0)
+# The conversation search (conversations/retrieval.py): a pair with more messages than this is
+# searched by meaning through the approximate (HNSW) index when the pair holds enough of it;
+# a word expected in more than SEARCH_COMMON_WORD_MESSAGES of a pair's messages only scores
+# what rarer words found. Set either very high for exact search throughout.
+SEARCH_EXACT_UP_TO = env_int("SEARCH_EXACT_UP_TO", default=20_000, minimum=0)
+SEARCH_COMMON_WORD_MESSAGES = env_int("SEARCH_COMMON_WORD_MESSAGES", default=1_000, minimum=1)
 EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)
 LLM_BASE_URL = env_url("LLM_BASE_URL", schemes=("http", "https"))
 LLM_PROVIDER = env_choice("LLM_PROVIDER", choices=("rules", "openai"), default="openai" if LLM_BASE_URL else "rules")

@@ -7,12 +7,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q, QuerySet
-from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
+from conversations.retrieval import Row, Scope, keyword_matches, similar_messages
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
@@ -50,43 +49,6 @@ NEIGHBOUR_SHARE = 0.3
 OTHER_SPEAKER_SHARE = 0.4
 # The meaning half's weight against the words half's (each scaled to 0..1 first).
 MEANING_WEIGHT = 2.0
-# At most this many candidates are read from each half (words, meaning) before they are combined.
-CANDIDATES = 500
-
-# Every message of this agent with this person that shares a meaningful word with the query (each
-# message's words read in its own language, the query's in the query's: memory.language),
-# scored by the summed inverse document frequency (over this pair's messages) of the distinct
-# lexemes it contains: BM25 with binary term frequency and no length normalisation. A name said
-# in every other message counts for little; a rare word for much. (ts_rank_cd weighs every word
-# alike, so "Caroline" in a greeting scored like the one word that mattered.)
-_KEYWORD_SQL = """
-WITH pair AS (
-    SELECT count(*) AS n
-    FROM conversations_message m
-    JOIN conversations_conversation c ON c.id = m.conversation_id
-    WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-),
-matched AS MATERIALIZED (
-    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
-    FROM conversations_message m
-    JOIN conversations_conversation c ON c.id = m.conversation_id
-    WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-      AND m.search @@ to_tsquery(%(config)s::regconfig, %(any)s)
-),
-terms AS (
-    SELECT DISTINCT quote_literal(lexeme)::tsquery AS term FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s))
-),
-weights AS MATERIALIZED (
-    SELECT t.term, ln(1 + (pair.n - count(x.id) + 0.5) / (count(x.id) + 0.5)) AS idf
-    FROM terms t CROSS JOIN pair LEFT JOIN matched x ON x.search @@ t.term
-    GROUP BY t.term, pair.n
-)
-SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, sum(w.idf) AS score
-FROM matched x JOIN weights w ON x.search @@ w.term
-GROUP BY x.id, x.conversation_id, x."order", x.created_at, x.role
-ORDER BY score DESC, x.created_at DESC, x.id DESC
-LIMIT %(limit)s
-"""
 
 
 @dataclass
@@ -104,64 +66,17 @@ class _Candidate:
     own: float = 0.0
 
 
-_Row = tuple[int, int, int, datetime, str, float]  # id, conversation, order, created_at, role, score
-
-
-def _keyword_matches(agent: Agent, person: Person, terms: list[str], config: str) -> list[_Row]:
-    params: dict[str, int | str] = {
-        "config": config,
-        "team": agent.team_id,
-        "agent": agent.pk,
-        "person": person.pk,
-        "any": " | ".join(terms),
-        "words": " ".join(terms),
-        "limit": CANDIDATES,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_KEYWORD_SQL, params)
-        return [
-            (pk, conversation_id, order, at, role, float(score))
-            for pk, conversation_id, order, at, role, score in cursor
-        ]
-
-
-def _similar_messages(agent: Agent, person: Person, query: str) -> tuple[list[_Row], str]:
-    """Messages close in meaning to the query (cosine similarity above VECTOR_FLOOR), closest first.
-
-    Only vectors of this team's namespace, the current model and width count. Returns why
-    vectors could not be used when they could not (the embedder is down).
-    """
+def _similar_messages(scope: Scope, query: str) -> tuple[list[Row], str]:
+    """Messages close in meaning to the query (conversations.retrieval.similar_messages), or why
+    vectors could not be used when they could not (the embedder is down)."""
     embedder = get_embedder()
     if embedder is None:
         return [], ""
     vector, degraded = embed_query(query)
     if vector is None:
         return [], degraded
-    rows = (
-        MessageVector.objects.filter(
-            team_id=agent.team_id,
-            namespace=namespace_for(agent.team_id),
-            model=embedder.model,
-            dim=embedder.dim,
-            message__team_id=agent.team_id,
-            message__conversation__agent=agent,
-            message__conversation__person=person,
-        )
-        .annotate(distance=CosineDistance("embedding", vector.tolist()))
-        .filter(distance__lt=1.0 - settings.VECTOR_FLOOR)
-        .order_by("distance", "-message_id")
-        .values_list(
-            "message_id",
-            "message__conversation_id",
-            "message__order",
-            "message__created_at",
-            "message__role",
-            "distance",
-        )[:CANDIDATES]
-    )
-    return [
-        (pk, conversation_id, order, at, role, 1.0 - float(d)) for pk, conversation_id, order, at, role, d in rows
-    ], ""
+    rows, _path = similar_messages(scope, vector, model=embedder.model, width=embedder.dim)
+    return rows, ""
 
 
 @dataclass
@@ -236,8 +151,9 @@ def rank_messages(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    keyword = _keyword_matches(agent, person, terms, text_search_config(query)) if ranking.words else []
-    similar, degraded = _similar_messages(agent, person, meaning_query) if ranking.meaning else ([], "")
+    scope = Scope.of(agent, person)
+    keyword = keyword_matches(scope, terms, text_search_config(query)) if ranking.words else []
+    similar, degraded = _similar_messages(scope, meaning_query) if ranking.meaning else ([], "")
 
     candidates: dict[int, _Candidate] = {}
     best = max((row[5] for row in keyword), default=0.0)

@@ -1,0 +1,291 @@
+"""The two halves of the conversation search, each one bounded query in Postgres.
+
+`rank_messages` (conversations.queries) combines them. What keeps them fast at 100,000 messages
+between one agent and one person:
+
+- The pair's size is read from the last message of each of its conversations (one probe of the
+  message_recent index each), never by counting its messages.
+- Words: the GIN index finds every message of the team holding one of the query's lexemes; only
+  then are they narrowed to the pair, and each is scored in one pass. A lexeme that Postgres'
+  statistics (ANALYZE samples every table) say is common is not used to *find* messages when it
+  would bring in more than SEARCH_COMMON_WORD_MESSAGES of the pair's: it still scores the
+  messages the rarer lexemes found, its count in the pair estimated from those statistics.
+  Without statistics (a table never analysed) every lexeme finds, and the half is exact.
+- Meaning: a pair with more than SEARCH_EXACT_UP_TO messages is searched through an HNSW index
+  (migration conversations/0010, built for the local models' width, 384) when the pair holds
+  enough of the index; otherwise the pair's own vectors are scanned exactly. pgvector 0.6 filters
+  after the index scan, so the approximate path asks the index for enough neighbours that the
+  pair's share of them is still APPROXIMATE_CANDIDATES, and scans exactly when that would be
+  more than one index scan gives (hnsw.ef_search is at most 1,000: the pair must hold about a
+  quarter of the index's vectors).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from pgvector.django import CosineDistance
+
+from accounts.models import Agent, Person
+from conversations.models import Message, MessageVector
+from memory.indexing import namespace_for
+
+Row = tuple[int, int, int, datetime, str, float]  # id, conversation, order, created_at, role, score
+
+# At most this many candidates are read from each half (words, meaning) before they are combined.
+CANDIDATES = 500
+# Widths with an HNSW index over messages' vectors (migration conversations/0010).
+INDEXED_WIDTHS = frozenset({384})
+# Candidates wanted from the approximate path (the index then gives at most hnsw.ef_search).
+APPROXIMATE_CANDIDATES = 200
+MAX_EF_SEARCH = 1_000
+# How long this process keeps what it read of Postgres' statistics.
+STATISTICS_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One agent's conversations with one person: what both halves search."""
+
+    team_id: int
+    agent_id: int
+    person_id: int
+    messages: int  # in the pair, tombstones included
+
+    @classmethod
+    def of(cls, agent: Agent, person: Person) -> Scope:
+        with connection.cursor() as cursor:
+            cursor.execute(_PAIR_SIZE, {"team": agent.team_id, "agent": agent.pk, "person": person.pk})
+            (messages,) = cursor.fetchone()
+        return cls(agent.team_id, agent.pk, person.pk, int(messages))
+
+
+# Orders run 1, 2, 3… in each conversation (record_message and the import), so the last one's is
+# the conversation's count.
+_PAIR_SIZE = """
+SELECT coalesce(sum(last."order"), 0)
+FROM conversations_conversation c
+CROSS JOIN LATERAL (
+    SELECT m."order" FROM conversations_message m
+    WHERE m.team_id = c.team_id AND m.conversation_id = c.id
+    ORDER BY m."order" DESC LIMIT 1
+) last
+WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+"""
+
+
+class _Statistics:
+    """What Postgres' statistics say of the message table, read at most every STATISTICS_SECONDS:
+    each common lexeme's share of the messages, and how many vectors each indexed width has."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._read_at = -math.inf
+        self._shares: dict[str, float] = {}
+        self._vectors: dict[int, float] = {}
+
+    def _refresh(self) -> None:
+        if time.monotonic() - self._read_at < STATISTICS_SECONDS:
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                SELECT most_common_elems::text::text[], most_common_elem_freqs
+                FROM pg_stats
+                WHERE schemaname = current_schema() AND tablename = %s AND attname = 'search'
+                """,
+                [Message._meta.db_table],
+            )
+            found = cursor.fetchone()
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [MessageVector._meta.db_table])
+            vectors = cursor.fetchone()
+        shares: dict[str, float] = {}
+        if found and found[0] and found[1]:
+            shares = dict(zip(found[0], (float(f) for f in found[1]), strict=False))
+        with self._lock:
+            self._shares = shares
+            # One width in practice: a second model's vectors only while a re-embedding runs.
+            total = float(vectors[0]) if vectors and vectors[0] and vectors[0] > 0 else 0.0
+            self._vectors = dict.fromkeys(INDEXED_WIDTHS, total)
+            self._read_at = time.monotonic()
+
+    def share(self, lexeme: str) -> float | None:
+        """The lexeme's share of all messages, when it is common enough to be in the statistics."""
+        self._refresh()
+        return self._shares.get(lexeme)
+
+    def vectors(self, width: int) -> float:
+        self._refresh()
+        return self._vectors.get(width, 0.0)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._read_at = -math.inf
+
+
+STATISTICS = _Statistics()
+
+
+def _lexemes(config: str, words: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY 1)",
+            [config, words],
+        )
+        (lexemes,) = cursor.fetchone()
+    return list(lexemes or [])
+
+
+# {finding}: the lexemes that find messages, OR-ed; {has}: one 0/1 column per lexeme; {counts}: the
+# pair's count of each (counted over what was found for a finding lexeme, which is exact, since
+# every message holding it was found; estimated from the statistics for a common one); {weights}:
+# each lexeme's inverse document frequency; {score}: the sum of the weights of the lexemes held.
+_KEYWORD_SQL = """
+WITH found AS MATERIALIZED (
+    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
+    FROM conversations_message m
+    WHERE m.team_id = %(team)s AND m.search @@ ({finding})
+),
+matched AS MATERIALIZED (
+    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has}
+    FROM found x JOIN conversations_conversation c ON c.id = x.conversation_id
+    WHERE c.agent_id = %(agent)s AND c.person_id = %(person)s
+),
+counts AS (SELECT {counts} FROM matched),
+weights AS MATERIALIZED (SELECT {weights} FROM counts)
+SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {score} AS score
+FROM matched x CROSS JOIN weights w
+ORDER BY score DESC, x.created_at DESC, x.id DESC
+LIMIT %(limit)s
+"""
+
+
+def keyword_matches(scope: Scope, terms: list[str], config: str, limit: int = CANDIDATES) -> list[Row]:
+    """Every message of the pair holding one of the query's lexemes (read in `config`), scored by
+    the summed inverse document frequency (over the pair) of the distinct lexemes it holds: BM25
+    with binary term frequency and no length normalisation. A name said in every other message
+    counts for little; a rare word for much. Best first."""
+    lexemes = _lexemes(config, " ".join(terms))
+    if not lexemes or scope.messages == 0:
+        return []
+    expected = {lexeme: (STATISTICS.share(lexeme) or 0.0) * scope.messages for lexeme in lexemes}
+    finding = [lexeme for lexeme in lexemes if expected[lexeme] <= settings.SEARCH_COMMON_WORD_MESSAGES]
+    if not finding:  # every word is common: the least common one still finds
+        finding = [min(lexemes, key=expected.__getitem__)]
+    params: dict[str, int | str | float] = {
+        "team": scope.team_id,
+        "agent": scope.agent_id,
+        "person": scope.person_id,
+        "limit": limit,
+        "n": scope.messages,
+    }
+    counts = []
+    for i, lexeme in enumerate(lexemes):
+        params[f"t{i}"] = lexeme
+        if lexeme in finding:
+            counts.append(f"sum(h{i}) AS d{i}")
+        else:
+            params[f"e{i}"] = expected[lexeme]
+            counts.append(f"%(e{i})s::float8 AS d{i}")
+    sql = _KEYWORD_SQL.format(
+        finding=" || ".join(f"quote_literal(%(t{i})s)::tsquery" for i, x in enumerate(lexemes) if x in finding),
+        has=", ".join(f"(x.search @@ quote_literal(%(t{i})s)::tsquery)::int AS h{i}" for i in range(len(lexemes))),
+        counts=", ".join(counts),
+        weights=", ".join(f"ln(1 + (%(n)s - d{i} + 0.5)::float8 / (d{i} + 0.5)) AS w{i}" for i in range(len(lexemes))),
+        score=" + ".join(f"x.h{i} * w.w{i}" for i in range(len(lexemes))),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [
+            (pk, conversation_id, order, at, role, float(score))
+            for pk, conversation_id, order, at, role, score in cursor
+        ]
+
+
+_APPROXIMATE_SQL = """
+SELECT near.message_id, m.conversation_id, m."order", m.created_at, m.role, 1 - near.distance
+FROM (
+    SELECT v.message_id, v.team_id, v.namespace, v.model,
+           v.embedding::vector({width}) <=> %(query)s::vector({width}) AS distance
+    FROM conversations_messagevector v
+    WHERE v.dim = {width}
+    ORDER BY v.embedding::vector({width}) <=> %(query)s::vector({width})
+    LIMIT %(ef)s
+) near
+JOIN conversations_message m ON m.id = near.message_id
+JOIN conversations_conversation c ON c.id = m.conversation_id
+WHERE near.team_id = %(team)s AND near.namespace = %(namespace)s AND near.model = %(model)s
+  AND m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+  AND near.distance < %(below)s
+ORDER BY near.distance, near.message_id DESC
+LIMIT %(limit)s
+"""
+
+
+def approximate_depth(scope: Scope, width: int) -> int | None:
+    """How many neighbours to ask the HNSW index for so that about APPROXIMATE_CANDIDATES are the
+    pair's, or None when the exact scan is the one to use."""
+    if width not in INDEXED_WIDTHS or scope.messages <= settings.SEARCH_EXACT_UP_TO:
+        return None
+    share = min(1.0, scope.messages / max(STATISTICS.vectors(width), 1.0))
+    depth = math.ceil(APPROXIMATE_CANDIDATES / share * 1.2)
+    return depth if depth <= MAX_EF_SEARCH else None
+
+
+def similar_messages(
+    scope: Scope, vector: np.ndarray, *, model: str, width: int, limit: int = CANDIDATES
+) -> tuple[list[Row], str]:
+    """Messages of the pair close in meaning to `vector` (cosine similarity above VECTOR_FLOOR),
+    closest first, among the vectors of this team's namespace, this model and width. Returns
+    which path answered: "approximate" (HNSW) or "exact"."""
+    below = 1.0 - settings.VECTOR_FLOOR
+    depth = approximate_depth(scope, width)
+    if depth is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET hnsw.ef_search = {int(depth)}")
+            cursor.execute(
+                _APPROXIMATE_SQL.format(width=int(width)),
+                {
+                    "query": "[" + ",".join(repr(float(x)) for x in vector) + "]",
+                    "ef": depth,
+                    "team": scope.team_id,
+                    "namespace": namespace_for(scope.team_id),
+                    "model": model,
+                    "agent": scope.agent_id,
+                    "person": scope.person_id,
+                    "below": below,
+                    "limit": min(limit, APPROXIMATE_CANDIDATES),
+                },
+            )
+            rows = cursor.fetchall()
+        return [(pk, c, o, at, role, float(s)) for pk, c, o, at, role, s in rows], "approximate"
+    rows = (
+        MessageVector.objects.filter(
+            team_id=scope.team_id,
+            namespace=namespace_for(scope.team_id),
+            model=model,
+            dim=width,
+            message__team_id=scope.team_id,
+            message__conversation__agent_id=scope.agent_id,
+            message__conversation__person_id=scope.person_id,
+        )
+        .annotate(distance=CosineDistance("embedding", vector.tolist()))
+        .filter(distance__lt=below)
+        .order_by("distance", "-message_id")
+        .values_list(
+            "message_id",
+            "message__conversation_id",
+            "message__order",
+            "message__created_at",
+            "message__role",
+            "distance",
+        )[:limit]
+    )
+    return [(pk, c, o, at, role, 1.0 - float(d)) for pk, c, o, at, role, d in rows], "exact"

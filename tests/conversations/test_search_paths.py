@@ -1,0 +1,178 @@
+"""How the conversation search keeps its two halves bounded (conversations/retrieval.py): the
+pair's size, the approximate (HNSW) path for meaning and when it is not taken, and common words
+that score without finding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from conversations.models import MessageVector
+from conversations.retrieval import STATISTICS, Scope, keyword_matches, similar_messages
+from conversations.services import import_conversations, record_message, start_conversation
+from memory.indexing import namespace_for
+from tests.factories import PersonFactory
+
+pytestmark = pytest.mark.django_db
+
+MODEL = "test-model-384"
+
+
+@pytest.fixture(autouse=True)
+def fresh_statistics():
+    STATISTICS.forget()
+    yield
+    STATISTICS.forget()
+
+
+def analyse() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message; ANALYZE conversations_messagevector")
+    STATISTICS.forget()
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def messages_with_vectors(team, agent, person, vectors: list[np.ndarray], model: str = MODEL):
+    conversation = start_conversation(team=team, agent=agent, person=person)
+    messages = [
+        record_message(conversation=conversation, role="user", content=f"message number {i}")
+        for i in range(len(vectors))
+    ]
+    MessageVector.objects.bulk_create(
+        MessageVector(
+            team_id=team.pk,
+            message=message,
+            namespace=namespace_for(team.pk),
+            model=model,
+            dim=len(vector),
+            embedding=vector,
+        )
+        for message, vector in zip(messages, vectors, strict=True)
+    )
+    return messages
+
+
+def clustered(rng: np.random.Generator, count: int, centres: np.ndarray) -> list[np.ndarray]:
+    return [unit(centres[i % len(centres)] + 0.3 * rng.standard_normal(384)) for i in range(count)]
+
+
+def test_the_pair_size_counts_every_conversation_recorded_and_imported(tenant, person):
+    first = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    for i in range(3):
+        record_message(conversation=first, role="user", content=f"hello {i}")
+    import_conversations(
+        team=tenant.team,
+        agent=tenant.agent,
+        items=[
+            {
+                "person": person.external_id,
+                "external_id": "old",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": f"old {i}",
+                        "external_id": f"old-{i}",
+                        "created_at": f"2024-01-0{i + 1}T10:00:00+00:00",
+                    }
+                    for i in range(5)
+                ],
+            }
+        ],
+    )
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=PersonFactory(team=tenant.team))
+    record_message(conversation=other, role="user", content="someone else")
+    assert Scope.of(tenant.agent, person).messages == 8
+
+
+def test_a_large_pair_is_searched_through_the_index_and_finds_what_the_exact_scan_finds(
+    tenant, other_tenant, person, settings
+):
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((12, 384))
+    messages = messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centres))
+    # Another team's vectors, the closest of all to the query, are in the same index.
+    stranger = PersonFactory(team=other_tenant.team)
+    query = unit(centres[3])
+    messages_with_vectors(other_tenant.team, other_tenant.agent, stranger, [query] * 20)
+    analyse()
+    scope = Scope.of(tenant.agent, person)
+
+    settings.SEARCH_EXACT_UP_TO = 1_000_000
+    exact, exact_path = similar_messages(scope, query, model=MODEL, width=384, limit=20)
+    settings.SEARCH_EXACT_UP_TO = 100
+    approximate, path = similar_messages(scope, query, model=MODEL, width=384, limit=20)
+
+    assert (exact_path, path) == ("exact", "approximate")
+    mine = {m.pk for m in messages}
+    assert {row[0] for row in approximate} <= mine
+    assert len(approximate) == 20
+    found = {row[0] for row in approximate} & {row[0] for row in exact}
+    assert len(found) >= 18  # approximate, but close to exact on clustered vectors
+    assert approximate[0][0] == exact[0][0]
+    assert [row[5] for row in approximate] == sorted((row[5] for row in approximate), reverse=True)
+
+
+def test_the_approximate_path_reads_the_hnsw_index(tenant, person, settings):
+    rng = np.random.default_rng(3)
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 60, rng.standard_normal((4, 384))))
+    analyse()
+    vector = "[" + ",".join(["0.05"] * 384) + "]"
+    with connection.cursor() as cursor:
+        # 60 rows are cheaper read in full and sorted; 100,000 are not (bench locomo).
+        cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        cursor.execute(
+            "EXPLAIN SELECT message_id FROM conversations_messagevector v WHERE v.dim = 384 "
+            "ORDER BY v.embedding::vector(384) <=> %s::vector(384) LIMIT 100",
+            [vector],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+    assert "messagevector_embedding_384_hnsw" in plan
+
+
+def test_a_pair_holding_little_of_the_index_and_a_width_without_one_are_scanned_exactly(tenant, person, settings):
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((6, 384))
+    pair = clustered(rng, 30, centres)
+    messages_with_vectors(tenant.team, tenant.agent, person, pair)
+    crowd = PersonFactory(team=tenant.team)
+    messages_with_vectors(tenant.team, tenant.agent, crowd, clustered(rng, 400, centres))
+    analyse()
+    settings.SEARCH_EXACT_UP_TO = 10
+    scope = Scope.of(tenant.agent, person)
+    query = unit(centres[0])
+    rows, path = similar_messages(scope, query, model=MODEL, width=384, limit=50)
+    assert path == "exact"  # 30 of 430 vectors: the index could not give 200 of the pair's in one scan
+    above_floor = sum(float(vector @ query) > settings.VECTOR_FLOOR for vector in pair)
+    assert 0 < len(rows) == above_floor  # every one of the pair's above the floor, none of the crowd's
+    _, wide = similar_messages(Scope.of(tenant.agent, crowd), unit(rng.standard_normal(512)), model="other", width=512)
+    assert wide == "exact"
+
+
+def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itself(tenant, person, settings):
+    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    for i in range(40):
+        record_message(conversation=conversation, role="user", content=f"The weather was mild on day {i}")
+    both = record_message(conversation=conversation, role="user", content="A zebra stood in the weather")
+    zebra = record_message(conversation=conversation, role="user", content="I saw a zebra at the zoo")
+    analyse()
+    scope = Scope.of(tenant.agent, person)
+
+    settings.SEARCH_COMMON_WORD_MESSAGES = 10  # "weather" is in 41 of 42 messages
+    pruned = keyword_matches(scope, ["weather", "zebra"], "english")
+    assert [row[0] for row in pruned] == [both.pk, zebra.pk]
+    assert pruned[0][5] > pruned[1][5]  # "weather" still scores
+
+    settings.SEARCH_COMMON_WORD_MESSAGES = 1_000
+    exact = keyword_matches(scope, ["weather", "zebra"], "english")
+    assert len(exact) == 42
+    assert [row[0] for row in exact[:2]] == [both.pk, zebra.pk]
+    assert exact[0][5] == pytest.approx(pruned[0][5], rel=0.2)  # the estimate is near the count
+
+    settings.SEARCH_COMMON_WORD_MESSAGES = 10
+    only_common = keyword_matches(scope, ["weather"], "english")
+    assert len(only_common) == 41  # every word common: the least common one still finds
