@@ -151,8 +151,8 @@ def rank_messages(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    scope = Scope.of(agent, person)
-    keyword = keyword_matches(scope, terms, text_search_config(query)) if ranking.words else []
+    scope = Scope.of(agent, person, words=" ".join(terms) if ranking.words else "", config=text_search_config(query))
+    keyword = keyword_matches(scope) if ranking.words else []
     similar, degraded = _similar_messages(scope, meaning_query) if ranking.meaning else ([], "")
 
     candidates: dict[int, _Candidate] = {}

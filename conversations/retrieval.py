@@ -58,26 +58,33 @@ class Scope:
     agent_id: int
     person_id: int
     messages: int  # in the pair, tombstones included
+    lexemes: tuple[str, ...] = ()  # the query's words as the words half reads them
 
     @classmethod
-    def of(cls, agent: Agent, person: Person) -> Scope:
+    def of(cls, agent: Agent, person: Person, *, words: str = "", config: str = "simple") -> Scope:
+        """The pair's size, and the lexemes of `words` read in `config`: one round trip."""
         with connection.cursor() as cursor:
-            cursor.execute(_PAIR_SIZE, {"team": agent.team_id, "agent": agent.pk, "person": person.pk})
-            (messages,) = cursor.fetchone()
-        return cls(agent.team_id, agent.pk, person.pk, int(messages))
+            cursor.execute(
+                _SCOPE,
+                {"team": agent.team_id, "agent": agent.pk, "person": person.pk, "config": config, "words": words},
+            )
+            messages, lexemes = cursor.fetchone()
+        return cls(agent.team_id, agent.pk, person.pk, int(messages), tuple(lexemes or ()))
 
 
 # Orders run 1, 2, 3… in each conversation (record_message and the import), so the last one's is
 # the conversation's count.
-_PAIR_SIZE = """
-SELECT coalesce(sum(last."order"), 0)
-FROM conversations_conversation c
-CROSS JOIN LATERAL (
-    SELECT m."order" FROM conversations_message m
-    WHERE m.team_id = c.team_id AND m.conversation_id = c.id
-    ORDER BY m."order" DESC LIMIT 1
-) last
-WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+_SCOPE = """
+SELECT
+    (SELECT coalesce(sum(last."order"), 0)
+     FROM conversations_conversation c
+     CROSS JOIN LATERAL (
+         SELECT m."order" FROM conversations_message m
+         WHERE m.team_id = c.team_id AND m.conversation_id = c.id
+         ORDER BY m."order" DESC LIMIT 1
+     ) last
+     WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s),
+    array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1)
 """
 
 
@@ -133,16 +140,6 @@ class _Statistics:
 STATISTICS = _Statistics()
 
 
-def _lexemes(config: str, words: str) -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY 1)",
-            [config, words],
-        )
-        (lexemes,) = cursor.fetchone()
-    return list(lexemes or [])
-
-
 # {finding}: the lexemes that find messages, OR-ed; {has}: one 0/1 column per lexeme; {counts}: the
 # pair's count of each (counted over what was found for a finding lexeme, which is exact, since
 # every message holding it was found; estimated from the statistics for a common one); {weights}:
@@ -167,15 +164,19 @@ LIMIT %(limit)s
 """
 
 
-def keyword_matches(scope: Scope, terms: list[str], config: str, limit: int = CANDIDATES) -> list[Row]:
-    """Every message of the pair holding one of the query's lexemes (read in `config`), scored by
+def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
+    """Every message of the pair holding one of the scope's lexemes, scored by
     the summed inverse document frequency (over the pair) of the distinct lexemes it holds: BM25
     with binary term frequency and no length normalisation. A name said in every other message
     counts for little; a rare word for much. Best first."""
-    lexemes = _lexemes(config, " ".join(terms))
+    lexemes = scope.lexemes
     if not lexemes or scope.messages == 0:
         return []
-    expected = {lexeme: (STATISTICS.share(lexeme) or 0.0) * scope.messages for lexeme in lexemes}
+    # No lexeme can be common in a pair smaller than the threshold: the statistics are not read.
+    common_possible = scope.messages > settings.SEARCH_COMMON_WORD_MESSAGES
+    expected = {
+        lexeme: (STATISTICS.share(lexeme) or 0.0) * scope.messages if common_possible else 0.0 for lexeme in lexemes
+    }
     finding = [lexeme for lexeme in lexemes if expected[lexeme] <= settings.SEARCH_COMMON_WORD_MESSAGES]
     if not finding:  # every word is common: the least common one still finds
         finding = [min(lexemes, key=expected.__getitem__)]

@@ -109,6 +109,7 @@ COMPOSE = (
     #      shadowed, ranked (pages, then by distance to its current vector), each with its
     #      description, its place in the digest's order and the length of its line
     + 1  # the content of the notes that fit, and only theirs
+    + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
     + 1  # passages: the keyword search over this agent's messages with this person
     + 1  # passages: the message vectors close to the query
     + 1  # passages: the messages found, with their conversation (in_bulk)

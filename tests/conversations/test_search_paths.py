@@ -160,19 +160,19 @@ def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itsel
     both = record_message(conversation=conversation, role="user", content="A zebra stood in the weather")
     zebra = record_message(conversation=conversation, role="user", content="I saw a zebra at the zoo")
     analyse()
-    scope = Scope.of(tenant.agent, person)
+    scope = Scope.of(tenant.agent, person, words="weather zebra", config="english")
 
     settings.SEARCH_COMMON_WORD_MESSAGES = 10  # "weather" is in 41 of 42 messages
-    pruned = keyword_matches(scope, ["weather", "zebra"], "english")
+    pruned = keyword_matches(scope)
     assert [row[0] for row in pruned] == [both.pk, zebra.pk]
     assert pruned[0][5] > pruned[1][5]  # "weather" still scores
 
     settings.SEARCH_COMMON_WORD_MESSAGES = 1_000
-    exact = keyword_matches(scope, ["weather", "zebra"], "english")
+    exact = keyword_matches(scope)
     assert len(exact) == 42
     assert [row[0] for row in exact[:2]] == [both.pk, zebra.pk]
     assert exact[0][5] == pytest.approx(pruned[0][5], rel=0.2)  # the estimate is near the count
 
     settings.SEARCH_COMMON_WORD_MESSAGES = 10
-    only_common = keyword_matches(scope, ["weather"], "english")
+    only_common = keyword_matches(Scope.of(tenant.agent, person, words="weather", config="english"))
     assert len(only_common) == 41  # every word common: the least common one still finds
