@@ -25,6 +25,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import groupby
+from operator import attrgetter
 from typing import Any, Literal, NamedTuple, cast
 
 from django.conf import settings
@@ -175,11 +177,11 @@ class Terms:
 
 
 class TermsCache:
-    """Token counts of notes by the hash of their text and their language, least recently used
-    dropped first (see cache_key).
+    """Token counts of notes by the hash of their text, least recently used dropped first.
 
     The hash changes with the text, so an entry is never stale: an edited note is a new entry, and
-    the old one ages out; a note whose language is read anew (a better identifier) is one too. An entry is only ever read for a live note holding that very text, so
+    the old one ages out. An entry records the language its words were read in, and one read in
+    another language than the note's now (its language read anew) is not used but read again. An entry is only ever read for a live note holding that very text, so
     the words of an erased note are never used again (and age out too). Per process (each web or
     worker process warms its own); 20,000 short notes take some 30 MB."""
 
@@ -213,10 +215,6 @@ class TermsCache:
 TERMS = TermsCache(size=20_000)
 
 
-def cache_key(c: Candidate) -> str:
-    return c.text_hash if c.language == ENGLISH else f"{c.text_hash}:{c.language}"
-
-
 def _glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
     tags = {tag for c in found for tag in c.semantics}
     if not tags:
@@ -230,9 +228,8 @@ def _glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
 def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
     """Each candidate's terms: its text's (cached by hash; the text is loaded only for notes not
     seen before, or taken from `notes` when the caller has them), plus its tags' glossary words."""
-    keys = [cache_key(c) for c in found]
-    cached = TERMS.get_many(keys)
-    missing = [c for c, cached_as in zip(found, keys, strict=True) if cached_as not in cached]
+    cached = TERMS.get_many(c.text_hash for c in found)
+    missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
     if missing:
         if notes is not None:
             texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
@@ -244,13 +241,13 @@ def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = N
             # A note rewritten since the candidates were read is scored on its newer text this time.
             texts = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
         for key, description, content, c in texts:
-            cached[cache_key(c)] = Terms.of(key, description, content, language=c.language)
+            cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
             if NOTES.hash_values(key, description, content) == c.text_hash:
-                TERMS.put(cache_key(c), cached[cache_key(c)])
+                TERMS.put(c.text_hash, cached[c.text_hash])
     glossary = _glossaries(team, found)
     out = []
-    for c, cached_as in zip(found, keys, strict=True):
-        terms = cached.get(cached_as, Terms({}, 0, c.language))  # a note deleted meanwhile matches nothing
+    for c in found:
+        terms = cached.get(c.text_hash, Terms({}, 0, c.language))  # a note deleted meanwhile matches nothing
         if c.semantics and glossary:
             gloss = tokens(" ".join(glossary.get(tag, "") for tag in c.semantics), c.language)
             counts = Counter(terms.counts)
@@ -273,40 +270,43 @@ def bm25(documents: list[Terms], query: str) -> Keyword:
     the query's information (idf) it covers. One accidental common word scores low; a note
     matching the query's rare words scores high.
 
-    The query is read in each document's language (its terms, once per language the documents
-    use); a term's document frequency counts every document holding it."""
+    The query is read in each document's language (once per language the documents use); a term's
+    document frequency counts every document holding it."""
     n = len(documents)
-    read: dict[str, list[str]] = {}  # language -> the query's terms read in it
-    for document in documents:
-        if document.language not in read:
-            read[document.language] = tokens(query, document.language)
+    # The documents as runs of one language, in order: one run in most banks.
+    if len({document.language for document in documents}) == 1:
+        runs = [(documents[0].language, documents)]
+    else:
+        runs = [(language, list(run)) for language, run in groupby(documents, key=attrgetter("language"))]
+    read = {language: tokens(query, language) for language, _ in runs}  # the query's terms in each
     if not n or not any(read.values()):
         return Keyword([0.0] * n, [set() for _ in documents], [0.0] * n)
-    wanted = {language: set(terms) for language, terms in read.items()}
-    repeats = {language: Counter(terms) for language, terms in read.items()}
-    df = dict.fromkeys(set().union(*wanted.values()), 0)
-    for document in documents:
-        counts = document.counts
-        for term in wanted[document.language]:
-            if term in counts:
-                df[term] += 1
+    wanted_in = {language: set(terms) for language, terms in read.items()}
+    df = dict.fromkeys(set().union(*wanted_in.values()), 0)
+    for language, run in runs:
+        wanted = wanted_in[language]
+        for document in run:
+            counts = document.counts
+            for term in wanted:
+                if term in counts:
+                    df[term] += 1
     # A query term no note holds carries the most information a term can (idf of df 1).
     idf = {term: math.log((n + 1) / max(1, count)) for term, count in df.items()}
-    totals = {language: sum(idf[term] for term in terms) for language, terms in wanted.items()}
     average = sum([d.length for d in documents]) / n or 1.0
     scores, matched, covered = [], [], []
-    for document in documents:
-        counts = document.counts
-        terms = {term for term in wanted[document.language] if term in counts}
-        repeated = repeats[document.language]
-        score = 0.0
-        for term in terms:
-            tf = counts[term]
-            score += repeated[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
-        scores.append(score)
-        matched.append(terms)
-        total = totals[document.language]
-        covered.append(sum(idf[term] for term in terms) / total if total > 0 else 0.0)
+    for language, run in runs:
+        wanted, repeats = wanted_in[language], Counter(read[language])
+        total = sum(idf[term] for term in wanted)
+        for document in run:
+            counts = document.counts
+            terms = {term for term in wanted if term in counts}
+            score = 0.0
+            for term in terms:
+                tf = counts[term]
+                score += repeats[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
+            scores.append(score)
+            matched.append(terms)
+            covered.append(sum(idf[term] for term in terms) / total if total > 0 else 0.0)
     top = max(scores)
     strengths = [s / top * c if top > 0 else 0.0 for s, c in zip(scores, covered, strict=True)]
     return Keyword(scores, matched, strengths)

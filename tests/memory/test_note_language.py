@@ -152,8 +152,9 @@ def test_an_edit_reads_the_note_s_language_anew_and_its_words_with_it(tenant, pe
 def test_bm25_reads_the_query_in_each_document_s_language():
     russian = Terms.of("dog", "Собака", "Анна забрала из приюта собаку.", language="russian")
     english = Terms.of("dog-en", "Dog", "Anna adopted a dog from the shelter.")
-    keyword = bm25([russian, english], "собаке dogs")
-    assert keyword.matched == [{"собак", "dog"}, {"dog"}]  # its key, in ASCII letters, is read as English
+    cat = Terms.of("cat", "Кошка", "Анна завела кошку.", language="russian")
+    keyword = bm25([russian, english, cat], "собаке dogs")
+    assert keyword.matched == [{"собак", "dog"}, {"dog"}, set()]  # its key, in ASCII letters, is read as English
     assert keyword.scores[0] > 0
     assert keyword.scores[1] > 0
     # One language alone ranks as it always did.
