@@ -35,6 +35,7 @@ NEUTRAL = "simple"
 ENGLISH = "english"
 # A guess at least this probable (among the languages above) is taken; below it, see the module doc.
 CONFIDENT = 0.6
+NOTE_SAMPLE = 1000
 
 
 @cache
@@ -79,7 +80,11 @@ def note_config(text: str) -> str:
       when, among the languages Postgres can stem, it is clearly English;
     - an unclear text written in Latin letters is read as English ("Rosa supports Partizan." is
       unclear; 'simple' would lose "support"), one in another script as 'simple'.
+
+    Only the first NOTE_SAMPLE characters are read: a longer text's language is clear by then, and
+    reading all 2,000 characters of a full note costs its write 1 to 3 ms more than reading 1,000.
     """
+    text = text[:NOTE_SAMPLE]
     if not any(ch.isalpha() for ch in text):
         return ENGLISH
     language, probability = _identifier(stemmable_only=False).classify(text)
