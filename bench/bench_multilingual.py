@@ -17,7 +17,8 @@ through remember, which reads a note's language (memory.language.note_config), a
 asking about one note each in other word forms. Each language has a bank of its own, and all three
 share one more. Side by side in the same run, words only (recall_memories, mode bm25):
 
-- every note read as English: what note recall did before (the notes' language forced to English);
+- every note read as English: what note recall did before (recall's tokens made to read every
+  note and the query as English for the search);
 - each note in its language, the query read in the query's own language (text_search_config of the
   query, as the conversation search reads it);
 - each note in its language and the query read in each note's language (the product);
@@ -153,30 +154,25 @@ def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list
 
         return search
 
-    def as_english(search: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
-        # Before: every note read as English. Forced on this scratch team's rows, then put back.
-        def forced(query: str) -> list[str]:
-            languages = dict(Note.objects.filter(pk__in=pks).values_list("pk", "language"))
-            Note.objects.filter(pk__in=pks).update(language=ENGLISH)
+    def read_with(read: Callable[..., list[str]], search: Callable[[str], list[str]], query: str) -> list[str]:
+        # Recall's tokens replaced for one search; the words it kept meanwhile are dropped after.
+        with mock.patch.object(recall, "tokens", read):
+            TERMS.clear()
             try:
                 return search(query)
             finally:
-                for pk, original in languages.items():
-                    Note.objects.filter(pk=pk).update(language=original)
+                TERMS.clear()
 
-        return forced
+    def as_english(search: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+        # Before: every note, and the query, read as English.
+        return lambda query: read_with(lambda text, language=ENGLISH: tokens(text), search, query)
 
     def query_in_its_language(query: str) -> list[str]:
         # An ablation: the query read once, in its own language, against every note.
         def read(text: str, language: str = ENGLISH) -> list[str]:
             return tokens(text, text_search_config(text) if text == query else language)
 
-        with mock.patch.object(recall, "tokens", read):
-            TERMS.clear()
-            try:
-                return ranked("bm25")(query)
-            finally:
-                TERMS.clear()
+        return read_with(read, ranked("bm25"), query)
 
     retrievers: dict[str, Callable[[str], list[str]]] = {
         "words only, every note read as English (before)": as_english(ranked("bm25")),
