@@ -10,11 +10,26 @@ message is recorded through record_message, which reads its words in its own lan
   and queries with the `english` configuration forced);
 - words only, each text in its own language (the product's keyword half);
 - vectors only (the local MiniLM model, which is English-only), and the product's ranking.
+
+Then note recall, on a second set of our own (bench/data/multilingual_notes.json): one person's
+notes per language (Russian, German, and the same notes in English as the baseline), each written
+through remember, which reads a note's language (memory.language.note_config), and questions
+asking about one note each in other word forms. Each language has a bank of its own, and all three
+share one more. Side by side in the same run, words only (recall_memories, mode bm25):
+
+- every note read as English: what note recall did before (recall's tokens made to read every
+  note and the query as English for the search);
+- each note in its language, the query read in the query's own language (text_search_config of the
+  query, as the conversation search reads it);
+- each note in its language and the query read in each note's language (the product);
+
+and vectors only, then recall_memories (hybrid) with every note read as English and as shipped.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +39,7 @@ from unittest import mock
 import numpy as np
 
 DATA = Path(__file__).resolve().parent / "data" / "multilingual.json"
+NOTES_DATA = Path(__file__).resolve().parent / "data" / "multilingual_notes.json"
 KS = (1, 3)
 
 
@@ -103,6 +119,102 @@ def measure(slug: str, language: str, labelled: dict[str, Any]) -> list[tuple[st
     return rows
 
 
+type NoteRows = list[tuple[str, str, dict[str, float]]]
+
+
+def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list[list[str]]) -> NoteRows:
+    from accounts.services import create_agent, create_team, get_or_create_person
+    from memory import recall
+    from memory.indexing import NOTES
+    from memory.language import ENGLISH, text_search_config
+    from memory.models import Bank, Note
+    from memory.recall import TERMS, recall_memories
+    from memory.services import Actor, remember
+    from memory.text import tokens
+
+    team = create_team(slug=f"{slug}-notes-{label.split()[0]}")
+    agent = create_agent(team=team, slug="helper", name="Helper")
+    person = get_or_create_person(team=team, external_id="anna")
+    actor = Actor.for_agent(agent)
+    written = [
+        remember(
+            team=team, person=person, actor=actor, key=key, description=description, content=content,
+            bank=Bank.Kind.GLOBAL,
+        ).note
+        for key, description, content in notes
+    ]  # fmt: skip
+    pks = [note.pk for note in written if note is not None]
+    NOTES.index(pks)
+    read_as = Counter(Note.objects.filter(pk__in=pks).values_list("language", flat=True))
+
+    def ranked(mode: Any) -> Callable[[str], list[str]]:
+        def search(query: str) -> list[str]:
+            found = recall_memories(team=team, person=person, agent=agent, query=query, limit=10, mode=mode)
+            return [hit.note.key for hit in found.hits]
+
+        return search
+
+    def read_with(read: Callable[..., list[str]], search: Callable[[str], list[str]], query: str) -> list[str]:
+        # Recall's tokens replaced for one search; the words it kept meanwhile are dropped after.
+        with mock.patch.object(recall, "tokens", read):
+            TERMS.clear()
+            try:
+                return search(query)
+            finally:
+                TERMS.clear()
+
+    def as_english(search: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+        # Before: every note, and the query, read as English.
+        return lambda query: read_with(lambda text, language=ENGLISH: tokens(text), search, query)
+
+    def query_in_its_language(query: str) -> list[str]:
+        # An ablation: the query read once, in its own language, against every note.
+        def read(text: str, language: str = ENGLISH) -> list[str]:
+            return tokens(text, text_search_config(text) if text == query else language)
+
+        return read_with(read, ranked("bm25"), query)
+
+    retrievers: dict[str, Callable[[str], list[str]]] = {
+        "words only, every note read as English (before)": as_english(ranked("bm25")),
+        "words only, notes in their language, query in its own": query_in_its_language,
+        "words only, notes in their language, query in each note's": ranked("bm25"),
+        "vectors only (MiniLM)": ranked("vector"),
+        "recall_memories, every note read as English (before)": as_english(ranked("hybrid")),
+        "recall_memories": ranked("hybrid"),
+    }
+    languages = ", ".join(f"{count} {language}" for language, count in read_as.most_common())
+    title = f"{label} ({len(questions)} questions; notes read as {languages})"
+    rows = []
+    for name, search in retrievers.items():
+        found = [search(question) for question, _ in questions]
+        scores = {
+            f"hit@{k}": 100
+            * sum(answer in hits[:k] for (_, answer), hits in zip(questions, found, strict=True))
+            / len(questions)
+            for k in KS
+        }
+        rows.append((title, name, scores))
+    return rows
+
+
+def note_recall(scratch_team_slug: str) -> NoteRows:
+    data = json.loads(NOTES_DATA.read_text())["languages"]
+    rows = []
+    for language, labelled in data.items():
+        rows += measure_notes(scratch_team_slug, language, labelled["notes"], labelled["questions"])
+    # All three in one bank: each key prefixed with its language, every question asked of all of them.
+    notes = [
+        [f"{language[:2]}-{key}", *rest] for language, labelled in data.items() for key, *rest in labelled["notes"]
+    ]
+    questions = [
+        [question, f"{language[:2]}-{answer}"]
+        for language, labelled in data.items()
+        for question, answer in labelled["questions"]
+    ]
+    rows += measure_notes(scratch_team_slug, "mixed (all three in one bank)", notes, questions)
+    return rows
+
+
 def run(scratch_team_slug: str) -> None:
     from django.conf import settings
 
@@ -114,3 +226,9 @@ def run(scratch_team_slug: str) -> None:
     print("| --- | --- | " + " | ".join("---:" for _ in KS) + " |")
     for language, name, scores in rows:
         print(f"| {language} | {name} | " + " | ".join(f"{scores[f'hit@{k}']:.0f}" for k in KS) + " |")
+    note_rows = note_recall(scratch_team_slug)
+    print("\n### Multilingual note recall (bench/data/multilingual_notes.json)\n")
+    print("| notes | retriever | " + " | ".join(f"hit@{k}" for k in KS) + " |")
+    print("| --- | --- | " + " | ".join("---:" for _ in KS) + " |")
+    for label, name, scores in note_rows:
+        print(f"| {label} | {name} | " + " | ".join(f"{scores[f'hit@{k}']:.0f}" for k in KS) + " |")

@@ -14,6 +14,7 @@ other unclear text is 'simple'.
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ NEUTRAL = "simple"
 ENGLISH = "english"
 # A guess at least this probable (among the languages above) is taken; below it, see the module doc.
 CONFIDENT = 0.6
+NOTE_SAMPLE = 1000
 
 
 @cache
@@ -64,3 +66,38 @@ def text_search_config(text: str) -> str:
     if probability >= CONFIDENT:
         return CONFIGS[language]
     return ENGLISH if language == "en" else NEUTRAL
+
+
+def note_config(text: str) -> str:
+    """The configuration a note's words are read with (its description and content, not its key).
+
+    As text_search_config, with two differences for notes, which are short and mostly English and
+    whose every word is matched against a query read the same way (memory.recall), so that reading
+    a word in a wrong language costs a missed inflection, never a missed word:
+
+    - a text the identifier places, confidently, in a language Postgres cannot stem that is close
+      to English (short English notes come out as Nigerian Pidgin or Frisian) is read as English
+      when, among the languages Postgres can stem, it is clearly English;
+    - an unclear text written in Latin letters is read as English ("Rosa supports Partizan." is
+      unclear; 'simple' would lose "support"), one in another script as 'simple'.
+
+    Only the first NOTE_SAMPLE characters are read: a longer text's language is clear by then, and
+    reading all 2,000 characters of a full note costs its write 1 to 3 ms more than reading 1,000.
+    """
+    text = text[:NOTE_SAMPLE]
+    if not any(ch.isalpha() for ch in text):
+        return ENGLISH
+    language, probability = _identifier(stemmable_only=False).classify(text)
+    if probability >= CONFIDENT and language in CONFIGS:
+        return CONFIGS[language]
+    stemmable, stemmable_probability = _identifier(stemmable_only=True).classify(text)
+    if probability >= CONFIDENT:
+        return ENGLISH if stemmable == "en" and stemmable_probability >= CONFIDENT else NEUTRAL
+    if stemmable_probability >= CONFIDENT:
+        return CONFIGS[stemmable]
+    return ENGLISH if stemmable == "en" or _latin(text) else NEUTRAL
+
+
+def _latin(text: str) -> bool:
+    """Whether every letter of the text is a Latin one (accented or not)."""
+    return all(ch.isascii() or unicodedata.name(ch, "").startswith("LATIN") for ch in text if ch.isalpha())

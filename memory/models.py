@@ -6,7 +6,7 @@ logs the refusal) and by database constraints (so no other path can ever store w
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from django.contrib.auth.models import User
 from django.contrib.postgres.fields import ArrayField
@@ -18,6 +18,7 @@ from django.db.models.functions import Length
 from pgvector.django import VectorField
 
 from accounts.models import Agent, Membership, Person, Team
+from memory.language import ENGLISH, note_config
 
 models.CharField.register_lookup(Length)
 models.TextField.register_lookup(Length)
@@ -163,6 +164,11 @@ class Note(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField(help_text="Moves only when the note is rewritten, never on read.")
     expires_at = models.DateTimeField(null=True, blank=True)
+    language = models.CharField(
+        max_length=32,
+        default=ENGLISH,
+        help_text="The text-search configuration recall reads its words with (memory.language.note_config).",
+    )
 
     objects = NoteQuerySet.as_manager()
 
@@ -187,6 +193,15 @@ class Note(models.Model):
 
     def __str__(self) -> str:
         return f"{self.bank.address}:{self.key}"
+
+    def save(self, **kwargs: Any) -> None:
+        """Every write of a note's text also reads its language anew (recall reads its words in it)."""
+        update_fields = kwargs.get("update_fields")
+        if update_fields is None or {"description", "content"} & set(update_fields):
+            self.language = note_config(f"{self.description}\n{self.content}")
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "language"}
+        super().save(**kwargs)
 
     @property
     def identity(self) -> str:

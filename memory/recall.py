@@ -6,8 +6,13 @@ A recall runs in three steps, so that a bank of a thousand notes costs a few mil
    note's text, computed by Postgres): the same rules as the digest's visible notes (applicable
    banks, live, unmuted, scope refs, shadowed narrowest first), tags not gating.
 2. The ranking: BM25 over each note's words, from token counts kept in this process per version of
-   a note's text (the hash), so a note is tokenised once, not on every call; and cosine similarity
-   computed by pgvector over the candidates' vectors of their present text.
+   a note's text (the hash) and its language, so a note is tokenised once, not on every call; and
+   cosine similarity computed by pgvector over the candidates' vectors of their present text.
+
+Words are read in each note's own language (Note.language, read from its text on every write:
+memory.language.note_config), and the query is read, for each note, in that note's language: the
+same word written the same way always matches, and "собаке" finds the note that says "собаку".
+Notes all in one language (most banks) rank exactly as with one reading of the query.
 3. Only the notes returned are loaded whole.
 """
 
@@ -20,6 +25,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import groupby
+from operator import attrgetter
 from typing import Any, Literal, NamedTuple, cast
 
 from django.conf import settings
@@ -32,6 +39,7 @@ from accounts.models import Agent, Person, Team
 from memory import vectors  # the module, not its function: tests replace vectors.similarities_by_hash
 from memory.banks import applicable_banks
 from memory.indexing import NOTES
+from memory.language import ENGLISH
 from memory.models import Bank, Note, OntologyNode
 from memory.queries import TurnContext, scope_refs_match, shadow
 from memory.text import links, tokens
@@ -80,11 +88,19 @@ class Candidate(NamedTuple):
     semantics: list[str]
     updated_at: datetime
     text_hash: str  # NOTES.text_hash of its key, description and content
+    language: str  # the text-search configuration its words are read with (Note.language)
 
     @classmethod
     def of(cls, note: Note) -> Candidate:
         return cls(
-            note.pk, note.bank_id, note.key, note.scope_refs, note.semantics, note.updated_at, NOTES.text_hash(note)
+            note.pk,
+            note.bank_id,
+            note.key,
+            note.scope_refs,
+            note.semantics,
+            note.updated_at,
+            NOTES.text_hash(note),
+            note.language,
         )
 
 
@@ -110,15 +126,15 @@ def candidates(
             tags=Cast("semantics", TextField()),
         )
         .order_by()
-        .values_list("pk", "bank_id", "key", "refs", "tags", "updated_at", "text_hash")
+        .values_list("pk", "bank_id", "key", "refs", "tags", "updated_at", "text_hash", "language")
     )
     # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
     # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
     with connections[light.db].cursor() as cursor:
         cursor.execute(*light.query.sql_with_params())
         found = [
-            Candidate(pk, bank_id, key, _json(refs, {}), _json(tags, []), updated_at, text_hash)
-            for pk, bank_id, key, refs, tags, updated_at, text_hash in cursor.fetchall()
+            Candidate(pk, bank_id, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
+            for pk, bank_id, key, refs, tags, updated_at, text_hash, language in cursor.fetchall()
         ]
     per_bank = [
         [c for c in found if c.bank_id == bank.pk and (not c.scope_refs or scope_refs_match(c.scope_refs, refs))]
@@ -147,23 +163,25 @@ def recall_candidates(
 class Terms:
     counts: dict[str, int]
     length: int
+    language: str = ENGLISH  # the configuration its words were read with, and a query is read with
 
     @classmethod
-    def of(cls, key: str, description: str, content: str, gloss: str = "") -> Terms:
+    def of(cls, key: str, description: str, content: str, gloss: str = "", language: str = ENGLISH) -> Terms:
         words = (
-            tokens(key.replace("-", " ")) * KEY_WEIGHT
-            + tokens(description) * DESCRIPTION_WEIGHT
-            + tokens(content)
-            + tokens(gloss)
+            tokens(key.replace("-", " "), language) * KEY_WEIGHT
+            + tokens(description, language) * DESCRIPTION_WEIGHT
+            + tokens(content, language)
+            + tokens(gloss, language)
         )
-        return cls(dict(Counter(words)), len(words))
+        return cls(dict(Counter(words)), len(words), language)
 
 
 class TermsCache:
     """Token counts of notes by the hash of their text, least recently used dropped first.
 
     The hash changes with the text, so an entry is never stale: an edited note is a new entry, and
-    the old one ages out. An entry is only ever read for a live note holding that very text, so
+    the old one ages out. An entry records the language its words were read in, and one read in
+    another language than the note's now (its language read anew) is not used but read again. An entry is only ever read for a live note holding that very text, so
     the words of an erased note are never used again (and age out too). Per process (each web or
     worker process warms its own); 20,000 short notes take some 30 MB."""
 
@@ -211,30 +229,30 @@ def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = N
     """Each candidate's terms: its text's (cached by hash; the text is loaded only for notes not
     seen before, or taken from `notes` when the caller has them), plus its tags' glossary words."""
     cached = TERMS.get_many(c.text_hash for c in found)
-    missing = [c for c in found if c.text_hash not in cached]
+    missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
     if missing:
         if notes is not None:
-            texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c.text_hash) for c in missing]
+            texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
         else:
             loaded = Note.objects.filter(pk__in=[c.pk for c in missing]).values_list(
                 "pk", "key", "description", "content"
             )
             by_id = {pk: (key, description, content) for pk, key, description, content in loaded}
             # A note rewritten since the candidates were read is scored on its newer text this time.
-            texts = [(*by_id[c.pk], c.text_hash) for c in missing if c.pk in by_id]
-        for key, description, content, hashed in texts:
-            cached[hashed] = Terms.of(key, description, content)
-            if NOTES.hash_values(key, description, content) == hashed:
-                TERMS.put(hashed, cached[hashed])
+            texts = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
+        for key, description, content, c in texts:
+            cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
+            if NOTES.hash_values(key, description, content) == c.text_hash:
+                TERMS.put(c.text_hash, cached[c.text_hash])
     glossary = _glossaries(team, found)
     out = []
     for c in found:
-        terms = cached.get(c.text_hash, Terms({}, 0))  # a note deleted meanwhile matches nothing
+        terms = cached.get(c.text_hash, Terms({}, 0, c.language))  # a note deleted meanwhile matches nothing
         if c.semantics and glossary:
-            gloss = tokens(" ".join(glossary.get(tag, "") for tag in c.semantics))
+            gloss = tokens(" ".join(glossary.get(tag, "") for tag in c.semantics), c.language)
             counts = Counter(terms.counts)
             counts.update(gloss)
-            terms = Terms(dict(counts), terms.length + len(gloss))
+            terms = Terms(dict(counts), terms.length + len(gloss), terms.language)
         out.append(terms)
     return out
 
@@ -250,34 +268,45 @@ def bm25(documents: list[Terms], query: str) -> Keyword:
     """BM25 (k1 1.5, b 0.75, idf log((N + 1) / df), so never negative) of each document for the query,
     with each document's keyword strength: its BM25 relative to the best one, times the share of
     the query's information (idf) it covers. One accidental common word scores low; a note
-    matching the query's rare words scores high."""
-    query_terms = tokens(query)
+    matching the query's rare words scores high.
+
+    The query is read in each document's language (once per language the documents use); a term's
+    document frequency counts every document holding it."""
     n = len(documents)
-    if not n or not query_terms:
+    # The documents as runs of one language, in order: one run in most banks.
+    if len({document.language for document in documents}) == 1:
+        runs = [(documents[0].language, documents)]
+    else:
+        runs = [(language, list(run)) for language, run in groupby(documents, key=attrgetter("language"))]
+    read = {language: tokens(query, language) for language, _ in runs}  # the query's terms in each
+    if not n or not any(read.values()):
         return Keyword([0.0] * n, [set() for _ in documents], [0.0] * n)
-    wanted = set(query_terms)
-    repeats = Counter(query_terms)
-    df = dict.fromkeys(wanted, 0)
-    for document in documents:
-        counts = document.counts
-        for term in wanted:
-            if term in counts:
-                df[term] += 1
+    wanted_in = {language: set(terms) for language, terms in read.items()}
+    df = dict.fromkeys(set().union(*wanted_in.values()), 0)
+    for language, run in runs:
+        wanted = wanted_in[language]
+        for document in run:
+            counts = document.counts
+            for term in wanted:
+                if term in counts:
+                    df[term] += 1
     # A query term no note holds carries the most information a term can (idf of df 1).
     idf = {term: math.log((n + 1) / max(1, count)) for term, count in df.items()}
-    total = sum(idf.values())
     average = sum([d.length for d in documents]) / n or 1.0
     scores, matched, covered = [], [], []
-    for document in documents:
-        counts = document.counts
-        terms = {term for term in wanted if term in counts}
-        score = 0.0
-        for term in terms:
-            tf = counts[term]
-            score += repeats[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
-        scores.append(score)
-        matched.append(terms)
-        covered.append(sum(idf[term] for term in terms) / total if total > 0 else 0.0)
+    for language, run in runs:
+        wanted, repeats = wanted_in[language], Counter(read[language])
+        total = sum(idf[term] for term in wanted)
+        for document in run:
+            counts = document.counts
+            terms = {term for term in wanted if term in counts}
+            score = 0.0
+            for term in terms:
+                tf = counts[term]
+                score += repeats[term] * idf[term] * tf * (K1 + 1) / (K1 * (1 - B + B * document.length / average) + tf)
+            scores.append(score)
+            matched.append(terms)
+            covered.append(sum(idf[term] for term in terms) / total if total > 0 else 0.0)
     top = max(scores)
     strengths = [s / top * c if top > 0 else 0.0 for s, c in zip(scores, covered, strict=True)]
     return Keyword(scores, matched, strengths)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cache, lru_cache
+from pathlib import Path
 
 import snowballstemmer
+
+from memory.language import CONFIGS, ENGLISH
 
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -66,9 +70,54 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def tokens(text: str) -> list[str]:
-    """Lowercased, stop words removed, stemmed: what BM25 indexes and queries with."""
-    return [stem(w) for w in words(text) if w not in STOP_WORDS]
+def tokens(text: str, language: str = ENGLISH) -> list[str]:
+    """Lowercased, stop words removed, stemmed: what BM25 indexes and queries with.
+
+    `language` is a text-search configuration (memory.language): 'english' as always; another
+    language Postgres stems with its Snowball stemmer and Postgres' stop words for it; 'simple' as
+    lowercased words only. Like Postgres' `russian` and `hindi` configurations, those two read a
+    word of ASCII letters as English ("databases" in a Russian note is stemmed as English).
+    """
+    if language == ENGLISH:
+        return [stem(w) for w in words(text) if w not in STOP_WORDS]
+    return [t for w in words(text) if (t := _analyser(language)(w))]
+
+
+# Stop-word lists Postgres ships besides English (memory/assets/stopwords, its tsearch_data copies).
+_STOP_WORD_DIR = Path(__file__).resolve().parent / "assets" / "stopwords"
+# The configurations whose words of ASCII letters Postgres reads as English (its snowball_create.pl).
+_ASCII_AS_ENGLISH = frozenset({"russian", "hindi"})
+
+
+@cache
+def stop_words(language: str) -> frozenset[str]:
+    """The words a configuration drops: ours for English (STOP_WORDS), Postgres' list for a
+    language it has one for, none for the others and for 'simple'."""
+    if language == ENGLISH:
+        return STOP_WORDS
+    path = _STOP_WORD_DIR / f"{language}.stop"
+    return frozenset(path.read_text(encoding="utf-8").split()) if path.exists() else frozenset()
+
+
+@cache
+def _analyser(language: str) -> Callable[[str], str]:
+    """word (lowercased) -> its token in this configuration, "" for a stop word."""
+    if language not in CONFIGS.values():  # 'simple', or anything unknown: words as they are
+        return lambda word: word
+    stemmer = snowballstemmer.stemmer(language)
+    dropped = stop_words(language)
+    ascii_as_english = language in _ASCII_AS_ENGLISH
+
+    @lru_cache(maxsize=100_000)
+    def analyse(word: str) -> str:
+        if ascii_as_english and word.isascii():
+            return "" if word in STOP_WORDS else stem(word)
+        if word in dropped:
+            return ""
+        stemmed: str = stemmer.stemWord(word)
+        return stemmed
+
+    return analyse
 
 
 def real_word_count(text: str) -> int:

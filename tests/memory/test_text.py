@@ -18,6 +18,7 @@ from memory.text import (
     real_word_count,
     snippet,
     stem,
+    stop_words,
     tokens,
     word_diff,
     words,
@@ -76,6 +77,30 @@ def test_stem_is_english_snowball():
 def test_tokens_drop_stop_words_and_stem_the_rest():
     assert tokens("Hello, the runners are running to Oslo") == ["runner", "run", "oslo"]
     assert tokens("Ada's") == ["ada", "s"]  # a kept fragment is a token
+
+
+def test_tokens_in_another_language_use_its_stemmer_and_its_stop_words():
+    assert tokens("Я взяла собаку и собаке", "russian") == ["взял", "собак", "собак"]  # я, и: stop words
+    assert tokens("die Wohnungen und die Wohnung", "german") == ["wohnung", "wohnung"]
+    assert tokens("Sus hermanas viven en Sevilla", "spanish") == ["herman", "viv", "sevill"]
+
+
+def test_russian_reads_a_word_of_ascii_letters_as_english_and_german_does_not():
+    assert tokens("the databases", "russian") == ["databas"]  # the: an English stop word
+    assert tokens("the databases", "german") == ["the", "databas"]
+
+
+def test_simple_keeps_every_word_as_written_lowercased():
+    assert tokens("Die Wohnungen und I", "simple") == ["die", "wohnungen", "und", "i"]
+    assert tokens("Die Wohnungen", "no-such-configuration") == ["die", "wohnungen"]
+
+
+def test_the_stop_words_of_a_language_are_its_own():
+    assert stop_words("english") == STOP_WORDS
+    assert {"und", "die"} <= stop_words("german")
+    assert "und" not in stop_words("russian")
+    assert stop_words("greek") == frozenset()  # Postgres ships no list: the stemmer alone
+    assert stop_words("simple") == frozenset()
 
 
 def test_real_word_count_counts_words_that_are_not_stop_words():
