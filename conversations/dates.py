@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 _MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
@@ -44,10 +44,16 @@ class NamedDate:
     start: int  # its place in the query's text
     end: int
 
+    def window(self, *, slack_days: int = 0) -> tuple[datetime, datetime]:
+        """The moments on these days (in UTC), give or take slack_days: from the first, up to but not the second."""
+        start = datetime.combine(self.first - timedelta(days=slack_days), time(), tzinfo=UTC)
+        end = datetime.combine(self.last + timedelta(days=slack_days + 1), time(), tzinfo=UTC)
+        return start, end
+
     def covers(self, at: datetime, *, slack_days: int = 0) -> bool:
         """Whether a moment falls on one of these days (in UTC), give or take slack_days."""
-        day = at.astimezone(UTC).date()
-        return self.first - timedelta(days=slack_days) <= day <= self.last + timedelta(days=slack_days)
+        start, end = self.window(slack_days=slack_days)
+        return start <= at < end
 
 
 def _month(raw: str) -> int:

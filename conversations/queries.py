@@ -228,16 +228,18 @@ def _weigh_by_date(candidates: dict[int, _Candidate], dates: list[NamedDate]) ->
     in them (a date still to come, or before these conversations), every candidate keeps its own."""
     if not dates:
         return
-    inside = {
-        pk
-        for pk, candidate in candidates.items()
-        if any(named.covers(candidate.created_at, slack_days=DATE_SLACK_DAYS) for named in dates)
-    }
-    if not inside:
+    windows = [named.window(slack_days=DATE_SLACK_DAYS) for named in dates]
+    outside = []
+    for candidate in candidates.values():  # a loop, not any(): this runs for up to 1,000 candidates
+        for start, end in windows:
+            if start <= candidate.created_at < end:
+                break
+        else:
+            outside.append(candidate)
+    if len(outside) == len(candidates):
         return
-    for pk, candidate in candidates.items():
-        if pk not in inside:
-            candidate.own *= DATE_SHARE
+    for candidate in outside:
+        candidate.own *= DATE_SHARE
 
 
 def rank_messages(
