@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Agent, Person
+from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
 from conversations.retrieval import Row, Scope, keyword_matches, similar_messages
 from memory.embedders import get_embedder
@@ -43,10 +44,19 @@ def messages_between(agent: Agent, person: Person) -> QuerySet[Message]:
 # one after it in its conversation). A reply means little alone ("Yes, last Tuesday!"): what it
 # answers is what a later question asks about.
 NEIGHBOUR_SHARE = 0.3
+# And this much of the scores of the messages two before and two after it: a speaker's own
+# previous and next turn, across the other's reply ("I adopted a dog!" / "What's its name?" / "Max").
+SECOND_NEIGHBOUR_SHARE = 0.2
 # When a query names one side of the conversation ("What did Melanie paint?", with Melanie the
 # person or the agent's name), the other side's messages keep this share of their score: what a
 # person did is mostly said by that person.
 OTHER_SPEAKER_SHARE = 0.4
+# When a query names a date ("on 25 May, 2022", "in April 2022", "in 2024": conversations.dates),
+# the messages said outside it, give or take DATE_SLACK_DAYS, keep this share of their score:
+# what was said then is what the question asks about, and a week either side holds its
+# "last Friday" and its "tomorrow".
+DATE_SHARE = 0.2
+DATE_SLACK_DAYS = 7
 # The meaning half's weight against the words half's (each scaled to 0..1 first).
 MEANING_WEIGHT = 2.0
 
@@ -98,6 +108,9 @@ class Ranking:
     # rarely names its own speaker, and the ones that name the other ("Hey Caroline!") are greetings.
     unname: bool = True
     other_speaker_share: float = OTHER_SPEAKER_SHARE
+    second_neighbour_share: float = SECOND_NEIGHBOUR_SHARE
+    # Dates the query names are searched as when things were said, not as words (DATE_SHARE).
+    dates: bool = True
 
 
 DEFAULT_RANKING = Ranking()
@@ -108,7 +121,9 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "the other speaker's share": replace(DEFAULT_RANKING, other_speaker_share=1.0),
     "meaning weighed 2 (1 before)": replace(DEFAULT_RANKING, meaning_weight=1.0),
     "neighbours' share 0.3 (0.5 before)": replace(DEFAULT_RANKING, neighbour_share=0.5),
-    "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0),
+    "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0, second_neighbour_share=0.0),
+    "second neighbours' share (none)": replace(DEFAULT_RANKING, second_neighbour_share=0.0),
+    "dates named in the query": replace(DEFAULT_RANKING, dates=False),
 }
 
 
@@ -121,6 +136,25 @@ def _named_speakers(agent: Agent, person: Person, query: str) -> dict[str, str]:
                 names.setdefault(word, role)
     asked = set(words(query))
     return {word: role for word, role in names.items() if word in asked}
+
+
+def _weigh_by_date(candidates: dict[int, _Candidate], dates: list[NamedDate]) -> None:
+    """Candidates said outside the named dates keep DATE_SHARE of their score; when none was said
+    in them (a date still to come, or before these conversations), every candidate keeps its own."""
+    if not dates:
+        return
+    windows = [named.window(slack_days=DATE_SLACK_DAYS) for named in dates]
+    outside = []
+    for candidate in candidates.values():  # a loop, not any(): this runs for up to 1,000 candidates
+        for start, end in windows:
+            if start <= candidate.created_at < end:
+                break
+        else:
+            outside.append(candidate)
+    if len(outside) == len(candidates):
+        return
+    for candidate in outside:
+        candidate.own *= DATE_SHARE
 
 
 def rank_messages(
@@ -138,14 +172,20 @@ def rank_messages(
     meaning) scores its keyword score over the best one's, plus MEANING_WEIGHT times its
     similarity above VECTOR_FLOOR scaled to 0..1. Names of the participants in the query are
     searched by neither half, and when the query names one side only, the other side's messages
-    keep OTHER_SPEAKER_SHARE of their score. Then every candidate is given NEIGHBOUR_SHARE of the
-    scores of the candidates just before and after it in its conversation. When the embedder is
-    down the words alone answer, and the result says so.
+    keep OTHER_SPEAKER_SHARE of their score. A date the query names is not searched as words or
+    meaning: the messages said outside it keep DATE_SHARE of their score. Then every candidate is
+    given NEIGHBOUR_SHARE of the scores of the candidates just before and after it in its
+    conversation, and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the embedder is down
+    the words alone answer, and the result says so.
     """
     terms = meaningful_terms(query)
     if not terms:
         return MessageSearch([])
     named = _named_speakers(agent, person, query)
+    dates = named_dates(query) if ranking.dates else []
+    if dates:  # "What did Nate cook on 9 November, 2022?" asks by words and meaning "What did Nate cook?"
+        query = without_dates(query, dates) or query
+        terms = meaningful_terms(query) or terms
     meaning_query = query
     if ranking.unname and named:
         terms = [term for term in terms if term not in named] or terms
@@ -169,14 +209,16 @@ def rank_messages(
         for candidate in candidates.values():
             if candidate.role not in named_roles:
                 candidate.own *= ranking.other_speaker_share
+    _weigh_by_date(candidates, dates)
 
     own = {(c.conversation_id, c.order): c.own for c in candidates.values()}
-    share = ranking.neighbour_share
+    share, second = ranking.neighbour_share, ranking.second_neighbour_share
 
     def total(c: _Candidate) -> float:
-        before = own.get((c.conversation_id, c.order - 1), 0.0)
-        after = own.get((c.conversation_id, c.order + 1), 0.0)
-        return c.own + share * (before + after)
+        at = c.conversation_id, c.order
+        near = own.get((at[0], at[1] - 1), 0.0) + own.get((at[0], at[1] + 1), 0.0)
+        far = own.get((at[0], at[1] - 2), 0.0) + own.get((at[0], at[1] + 2), 0.0) if second else 0.0
+        return c.own + share * near + second * far
 
     totals = {pk: total(c) for pk, c in candidates.items()}
 

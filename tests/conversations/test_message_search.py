@@ -264,3 +264,53 @@ def test_words_are_matched_in_the_language_they_are_said_in(tenant, person, conv
     # Another word form than the message's ("собаке" for "собаку", "Romane" for "Roman") is found by words alone.
     found = rank_messages(agent=tenant.agent, person=person, query=asked, ranking=Ranking(meaning=False)).hits
     assert [hit.message.pk for hit in found] == [message.pk]
+
+
+def test_a_message_is_given_a_smaller_share_of_the_messages_two_away(tenant, person, conversation):
+    from conversations.queries import DEFAULT_RANKING, Ranking
+
+    chat(
+        conversation,
+        [
+            ("I adopted a dog last week!", "Congratulations! What is his name?"),
+            ("His name is Max, he is a little beagle", "Cute"),
+        ],
+    )
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(later, [("My neighbour walks a beagle", "Nice")])  # later, so it wins a tie
+
+    def ranked(ranking):
+        found = rank_messages(agent=tenant.agent, person=person, query="adopted beagle", limit=5, ranking=ranking)
+        return texts(found.hits)
+
+    # "His name is Max..." answers the question two turns before, across the agent's reply: the
+    # adoption lifts it above the neighbour's beagle, which it ties on words alone.
+    found = ranked(DEFAULT_RANKING)
+    assert found.index("His name is Max, he is a little beagle") < found.index("My neighbour walks a beagle")
+    alone = ranked(Ranking(second_neighbour_share=0.0))
+    assert alone.index("My neighbour walks a beagle") < alone.index("His name is Max, he is a little beagle")
+    # The reply in between shares no word with the query: its neighbours never find it alone.
+    assert "Congratulations! What is his name?" not in found
+
+
+def test_a_date_the_query_names_is_when_things_were_said_not_words(tenant, person, conversation):
+    from conversations.queries import DEFAULT_RANKING, Ranking
+
+    old = chat(conversation, [("I cooked lasagna for the whole family", "Sounds delicious")], days_ago=400)[0]
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(later, [("I cooked lasagna again", "Yum")])  # newer: first when the date is not read
+    chat(later, [(f"The {old.created_at.year} harvest was small", "Oh no")], days_ago=1)
+    asked = f"What did I cook with lasagna on {old.created_at:%d %B, %Y}?"
+
+    def ranked(query, ranking=DEFAULT_RANKING):
+        return texts(rank_messages(agent=tenant.agent, person=person, query=query, limit=5, ranking=ranking).hits)
+
+    found = ranked(asked)
+    assert found[0] == "I cooked lasagna for the whole family"
+    # The year is not searched as a word (the harvest shares nothing else with the question).
+    assert not any("harvest" in text for text in found)
+    plain = ranked(asked, Ranking(dates=False))
+    assert plain[0] == "I cooked lasagna again"
+    assert any("harvest" in text for text in plain)
+    # A date when nothing was said weighs nobody down: the ranking is the undated one's.
+    assert ranked("What did I cook with lasagna on 1 March, 2001?") == ranked("What did I cook with lasagna?")
