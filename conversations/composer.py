@@ -10,7 +10,10 @@ conversation is framed by memory.framing.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,13 +26,16 @@ from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import search_messages, worth_searching
 from memory import vectors
-from memory.digest import render_digest, split_listed
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX, Bank, Note
+from memory.models import CONTENT_MAX, Note
 from memory.queries import TurnContext, TurnNote, turn_notes
 
 logger = logging.getLogger(__name__)
+
+# Embeds turns' messages beside the turns' reads (an embedder waits on its model or the network,
+# not on the GIL). One thread per core the machine has at most: beyond that a turn waits its turn.
+_VECTORS = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="turn-vector")
 
 LAYERS = ("persona", "last_exchange", "summary", "notes", "passages", "deeper_window")
 PROFILES = ("full", "memory_only")
@@ -78,14 +84,15 @@ class _Item:
     ids: list[int]
 
 
-def _merge_roles(messages: list[Message]) -> list[_Item]:
+def _merge_roles(messages: Iterable[tuple[int, str, str]]) -> list[_Item]:
+    """Messages given as (pk, role, content), oldest first."""
     items: list[_Item] = []
-    for message in messages:
-        if items and items[-1].role == message.role:
-            items[-1].content += "\n\n" + message.content
-            items[-1].ids.append(message.pk)
+    for pk, role, content in messages:
+        if items and items[-1].role == role:
+            items[-1].content += "\n\n" + content
+            items[-1].ids.append(pk)
         else:
-            items.append(_Item(message.role, message.content, [message.pk]))
+            items.append(_Item(role, content, [pk]))
     return items
 
 
@@ -157,6 +164,16 @@ class _Composer:
         # on, every layer to its right gets nothing (room is given up from the right).
         self.ceiling_bound = False
         self.passages_bound = False
+        self.timings: dict[str, float] = {}  # milliseconds spent on each part of the turn
+        self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
+        self._clock = time.perf_counter()
+
+    def _lap(self, part: str) -> None:
+        """Charge the time since the last lap to `part` (a layer, or the history or the message's
+        vector that layers use)."""
+        now = time.perf_counter()
+        self.timings[part] = self.timings.get(part, 0.0) + (now - self._clock) * 1000
+        self._clock = now
 
     # --- layers ---------------------------------------------------------------------------
 
@@ -199,8 +216,8 @@ class _Composer:
             return None
         # The message's vector first, not inside the read's transaction: the embedder may be remote.
         embedder = get_embedder()
-        query = self.message.content
-        vector, ordering_lost = vectors.embed_query(query) if embedder is not None and query.strip() else (None, "")
+        vector, ordering_lost = self._vector.result() if self._vector is not None else (None, "")
+        self._lap("message_vector")  # what is left of it: it was started with the turn
         try:
             with transaction.atomic():  # a failing read must not poison the turn's transaction
                 found = turn_notes(
@@ -208,7 +225,7 @@ class _Composer:
                     vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
                 )  # fmt: skip
                 candidates = [_candidate(note) for note in found.notes]
-                text, digest_cut = budget.fit_lines(self._digest(found.banks, candidates).split("\n"), allowed)
+                text, digest_cut = budget.fit_lines(found.digest.split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
@@ -221,13 +238,6 @@ class _Composer:
                 raise MemoryUnavailable("The memory store failed; the turn was not composed.") from exc
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
-
-    def _digest(self, banks: list[Bank], candidates: list[_Candidate]) -> str:
-        """memory.queries.build_digest's text, from the rows the ranking read (each knows its place in
-        the digest's order)."""
-        ordered = sorted(candidates, key=lambda c: c.digest_position)
-        entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
-        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in banks if bank.is_full])
 
     def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
@@ -315,25 +325,29 @@ class _Composer:
 
     # --- the whole turn -------------------------------------------------------------------
 
-    def compose(self) -> Composition:
-        clock = time.perf_counter()
-        timings: dict[str, float] = {}
-
-        def lap(layer: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[layer] = timings.get(layer, 0.0) + (now - clock) * 1000
-            clock = now
-
-        history_rows = list(
+    def _history(self) -> list[_Item]:
+        """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees them."""
+        rows = (
             Message.objects.not_erased()
             .filter(team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order)
-            .only("pk", "role", "content")
-            .order_by("-order")[:HISTORY_FETCH]
-        )[::-1]
-        if self.profile == "memory_only":
-            history_rows = [self.message]
-        history = _merge_roles(history_rows)
+            .order_by("-order")
+            .values_list("pk", "role", "content")[:HISTORY_FETCH]
+        )
+        return _merge_roles(list(rows)[::-1])
+
+    def compose(self) -> Composition:
+        self._clock = time.perf_counter()
+        lap = self._lap
+        # The message's vector is computed while the history and the notes are read (the notes are
+        # ordered by it, and the passages' search reuses it from memory.vectors' cache).
+        text = self.message.content
+        if get_embedder() is not None and text.strip():
+            self._vector = _VECTORS.submit(vectors.embed_query, text)
+        if self.profile == "memory_only":  # the current message is the whole window
+            history = _merge_roles([(self.message.pk, self.message.role, self.message.content)])
+        else:
+            history = self._history()
+        lap("history")
 
         blocks: dict[str, Block] = {}
         if self.persona:
@@ -395,7 +409,7 @@ class _Composer:
             degraded=self.degraded,
             notes_used=self.notes_used,
             passages_used=passages_used,
-            timings_ms={layer: round(ms, 3) for layer, ms in timings.items()},
+            timings_ms={layer: round(ms, 3) for layer, ms in self.timings.items()},
         )
         assert composition.prefix_chars <= self.ceiling, composition.costs
         return composition
