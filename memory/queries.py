@@ -282,13 +282,14 @@ FROM listed l
 """
 # A note's text hash as memory.indexing.NOTES.text_hash computes it.
 _TEXT_HASH = "encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')"
-# The cosine distance of each kept note's current vector (see memory.vectors.similarities): this
-# team's namespace, this model and width, computed from the note's present text (its hash, kept).
+# The cosine distance of each kept note's vector of this team's namespace, this model and width (see
+# memory.vectors.similarities), with the hash of the text it was computed from: only a vector of
+# the note's present text counts (compared in Python: a join on 1,000 hashes cost Postgres more).
 _DISTANCES = """
-SELECT v.note_id, v.embedding <=> %(vector)s::vector
-FROM {vector} v JOIN unnest(%(ids)s::bigint[], %(hashes)s::text[]) AS kept(id, text_hash)
-    ON v.note_id = kept.id AND v.text_hash = kept.text_hash
-WHERE v.team_id = %(team)s AND v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
+SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector
+FROM {vector} v
+WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
+  AND v.model = %(model)s AND v.dim = %(dim)s
 """
 
 
@@ -320,11 +321,8 @@ class _Kept:
     valid_until: datetime | None  # the first expiry among them: from then on, read again
     notes: list[TurnNote]
     ids: list[int]
-    # The ids and the hashes of each note's present text (only a vector of that text is current)
-    # as Postgres array literals, written once: psycopg would check every element of a list again
-    # on every turn.
-    ids_array: str
-    hashes_array: str
+    ids_array: str  # as a Postgres array literal, written once: psycopg would check every id on every turn
+    hashes: dict[int, str]  # of each note's present text: only a vector of that text is current
     pages: list[bool]
     newest: list[int]  # each note's place newest first (ties: narrower bank, then key)
     digest: str
@@ -394,7 +392,7 @@ def _read_kept(
         notes=notes,
         ids=[row[0] for row in rows],
         ids_array="{" + ",".join(str(row[0]) for row in rows) + "}",
-        hashes_array="{" + ",".join(row[9] for row in rows) + "}",  # hexadecimal: nothing to quote
+        hashes={row[0]: row[9] for row in rows},
         pages=[row[7] for row in rows],
         newest=[row[8] for row in rows],
         digest=digest,
@@ -407,7 +405,6 @@ def _distances(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) ->
     params: dict[str, Any] = {
         "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
         "ids": kept.ids_array,
-        "hashes": kept.hashes_array,
         "team": team.pk,
         "namespace": namespace_for(team.pk),
         "model": model,
@@ -415,7 +412,7 @@ def _distances(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) ->
     }
     with connection.cursor() as cursor:
         cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
-        return dict(cursor.fetchall())
+        return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
 
 
 def turn_notes(

@@ -179,3 +179,31 @@ def test_what_is_kept_is_per_agent_and_a_commit_drops_this_process_copy(
         remember(team=tenant.team, person=person, actor=actor, key="walks", description="Walks", content="Walks.")
 
     assert len(kept_versions()) == 0  # every context that read user:ada is dropped at once
+
+
+def test_a_kept_note_is_ranked_by_its_vector_only_while_the_vector_is_of_its_present_text(
+    tenant, person, actor, index_inline
+):
+    from memory.embedders import get_embedder
+
+    with index_inline():
+        for key, content in (("bees", "Ada keeps bees in the garden."), ("boat", "Ada sails a small boat on the fjord.")):
+            remember(team=tenant.team, person=person, actor=actor, scope=SCOPE, key=key, description=key,
+                     content=content)  # fmt: skip
+    embedder = get_embedder()
+    assert embedder is not None
+    vector = embedder.embed(["Ada sails a small boat on the fjord."])[0]
+
+    def ranked() -> list[str]:
+        found = queries.turn_notes(
+            team=tenant.team, person=person, agent=tenant.agent, scope=SCOPE, context=None, vector=vector,
+            model=embedder.model, dim=embedder.dim,
+        )  # fmt: skip
+        return [note.key for note in found.notes]
+
+    assert ranked() == ["boat", "bees"]
+
+    # Edited, and not yet embedded again: its vector is of the text it no longer has, so it counts for nothing.
+    edit_note(note=Note.objects.get(key="boat"), actor=actor, mode="replace", content="Ada sold her boat.")
+
+    assert ranked() == ["bees", "boat"]
