@@ -187,7 +187,10 @@ def test_a_kept_note_is_ranked_by_its_vector_only_while_the_vector_is_of_its_pre
     from memory.embedders import get_embedder
 
     with index_inline():
-        for key, content in (("bees", "Ada keeps bees in the garden."), ("boat", "Ada sails a small boat on the fjord.")):
+        for key, content in (
+            ("bees", "Ada keeps bees in the garden."),
+            ("boat", "Ada sails a small boat on the fjord."),
+        ):
             remember(team=tenant.team, person=person, actor=actor, scope=SCOPE, key=key, description=key,
                      content=content)  # fmt: skip
     embedder = get_embedder()
