@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from accounts.models import Agent, Person, Team
 from conversations import budget
@@ -40,6 +40,36 @@ _VECTORS = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefi
 LAYERS = ("persona", "last_exchange", "summary", "notes", "passages", "deeper_window")
 PROFILES = ("full", "memory_only")
 HISTORY_FETCH = 400  # the newest messages read for the window; more could never fit the ceiling
+
+# The window's messages: the newest HISTORY_FETCH up to the current one, but whole runs of one role
+# only (a run is one item of the window: _merge_roles), and of those only the last exchange's three
+# and the runs whose newer messages alone hold no more than the ceiling. No other could be shown: the
+# deeper window is contiguous with the last exchange, and both fit under the ceiling, so a message
+# is shown only when it and every newer one fit together.
+_HISTORY = """
+WITH newest AS (
+    SELECT id, role, content, "order", length(content) AS chars
+    FROM {message}
+    WHERE team_id = %(team)s AND conversation_id = %(conversation)s AND "order" <= %(order)s AND erased_at IS NULL
+    ORDER BY "order" DESC
+    LIMIT %(fetch)s
+),
+marked AS (
+    SELECT *, sum(chars) OVER newer - chars AS newer_chars,
+           CASE WHEN role = lag(role) OVER newer THEN 0 ELSE 1 END AS starts_run
+    FROM newest
+    WINDOW newer AS (ORDER BY "order" DESC)
+),
+runs AS (
+    SELECT *, sum(starts_run) OVER (ORDER BY "order" DESC) AS run FROM marked
+),
+shown AS (
+    SELECT *, min(newer_chars) OVER (PARTITION BY run) AS run_newer_chars FROM runs
+)
+SELECT id, role, content FROM shown
+WHERE run <= 3 OR run_newer_chars <= %(ceiling)s
+ORDER BY "order"
+"""
 
 MEMORY_UNAVAILABLE_NOTICE = (
     "## Memory\nMemory was unavailable this turn: nothing remembered about this person is shown. "
@@ -326,14 +356,18 @@ class _Composer:
     # --- the whole turn -------------------------------------------------------------------
 
     def _history(self) -> list[_Item]:
-        """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees them."""
-        rows = (
-            Message.objects.not_erased()
-            .filter(team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order)
-            .order_by("-order")
-            .values_list("pk", "role", "content")[:HISTORY_FETCH]
-        )
-        return _merge_roles(list(rows)[::-1])
+        """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees
+        them, without the runs of one role that could never be shown (see _HISTORY)."""
+        params = {
+            "team": self.team.pk,
+            "conversation": self.conversation.pk,
+            "order": self.message.order,
+            "fetch": HISTORY_FETCH,
+            "ceiling": self.ceiling,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(_HISTORY.format(message=Message._meta.db_table), params)
+            return _merge_roles(cursor.fetchall())
 
     def compose(self) -> Composition:
         self._clock = time.perf_counter()
