@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,6 +23,7 @@ MESSAGES = 100_000
 OWN_MESSAGES = 2_000
 PEOPLE = 100
 TURNS = 40
+WARMUP = 5  # turns run before the measured ones (the first of them is reported on its own)
 
 WORDS = [
     "sailing",
@@ -151,7 +153,7 @@ def _bulk_messages(conversation: Any, count: int, rng: random.Random, start: Any
     bar.update(len(batch))
 
 
-def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
+def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     """A team with one person of this size; returns a function measuring one profile's compose."""
     from accounts.services import create_agent, create_team, get_or_create_person
     from conversations.composer import compose
@@ -159,6 +161,7 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
     from conversations.services import record_message, start_conversation
     from memory import vectors
     from memory.indexing import NOTES as NOTE_INDEX
+    from memory.queries import forget_kept_notes
     from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
 
     rng = random.Random(7)
@@ -213,13 +216,17 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
 
         return measure(f"{size.name}: notes chosen in Python (every note read)", one, repeat=TURNS)
 
-    def measure_profile(profile: str) -> Result:
+    def measure_profile(profile: str, *, keep: bool = True) -> Result:
+        """One profile's turns. With keep=False nothing is kept of the notes between turns (each reads
+        every applicable note, as every turn did before memory.queries kept them per bank version)."""
         if profile == "python":
             return measure_in_python()
         timings: dict[str, list[float]] = {}
 
         def one(i: int) -> None:
             vectors.forget_query_vectors()  # every turn embeds its own message, as a real one does
+            if not keep:
+                forget_kept_notes()
             result = compose(
                 team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
                 scope=scope, profile=profile,
@@ -228,8 +235,16 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
                 for layer, ms in result.timings_ms.items():
                     timings.setdefault(layer, []).append(ms)
 
-        result = measure(f"{size.name}: compose, {profile} profile", one, repeat=TURNS)
+        name = f"{size.name}: compose, {profile} profile" + ("" if keep else ", nothing kept")
+        # The first turn, before the warm-up: nothing of this person kept, their rows not yet read by
+        # this profile (the first profile measured also pays for this process's first turn).
+        forget_kept_notes()
+        started = time.perf_counter()
+        one(-1)
+        first = Result(f"{name}: first turn (cold)", [time.perf_counter() - started])
+        result = measure(name, lambda i: one(i if i >= 0 else i - 1), repeat=TURNS, warmup=WARMUP)
         result.layers = timings  # type: ignore[attr-defined]
+        result.first = first  # type: ignore[attr-defined]
         return result
 
     return measure_profile
@@ -237,32 +252,55 @@ def _populate(size: Size, team_slug: str) -> Callable[[str], Result]:
 
 def run(scratch_team_slug: str) -> None:
     settings.EMBEDDER = "local"
-    measured: list[tuple[Size, Result, Result, Result]] = []
+    measured: list[tuple[Size, Result, Result, Result, Result]] = []
     for index, size in enumerate(SIZES):
         measure_profile = _populate(size, f"{scratch_team_slug}-{index}")
         baseline = measure_profile("memory_only")
         whole = measure_profile("full")
+        unkept = measure_profile("full", keep=False)
         in_python = measure_profile("python")
-        measured.append((size, baseline, whole, in_python))
+        measured.append((size, baseline, whole, unkept, in_python))
 
     for size, *_ in measured:
         print(
             f"\n{size.name}: {size.notes:,} notes in three banks; {size.own_messages:,} messages in the conversation, "
             f"{size.earlier_messages:,} in earlier ones, {size.other_messages:,} of other people"
         )
-    print_table(
-        "Turn composition (server-side, in process): memory_only is the in-run baseline of each size",
-        [row for _, baseline, whole, _ in measured for row in ((baseline, None), (whole, baseline))],
+    print(
+        f"\nEach profile: its first turn is timed alone (nothing kept of the person's notes), then {WARMUP - 1} "
+        f"more warm-up turns, then {TURNS} measured turns. Every turn embeds its message."
     )
-    for size, _, whole, in_python in measured:
+    print_table(
+        "Turn composition (server-side, in process): memory_only is the in-run baseline of each size; "
+        "'nothing kept' reads every applicable note each turn (as before the notes were kept per bank version)",
+        [
+            row
+            for _, baseline, whole, unkept, _ in measured
+            for row in (
+                (baseline, None),
+                (whole, baseline),
+                (unkept, baseline),
+                (whole.first, None),  # type: ignore[attr-defined]
+                (baseline.first, None),  # type: ignore[attr-defined]
+            )
+        ],
+    )
+    for size, _, whole, unkept, in_python in measured:
         timings: dict[str, list[float]] = whole.layers  # type: ignore[attr-defined]
-        rows: list[tuple[Result, Result | None]] = [
-            (Result(f"{size.name}: {layer}", [ms / 1000 for ms in samples]), in_python if layer == "notes" else None)
-            for layer, samples in timings.items()
-            if samples
-        ]
+        unkept_timings: dict[str, list[float]] = unkept.layers  # type: ignore[attr-defined]
+        rows: list[tuple[Result, Result | None]] = []
+        for layer, samples in timings.items():
+            if not samples:
+                continue
+            before = unkept_timings.get(layer)
+            rows.append(
+                (
+                    Result(f"{size.name}: {layer}", [ms / 1000 for ms in samples]),
+                    Result(f"{size.name}: {layer}, nothing kept", [ms / 1000 for ms in before]) if before else None,
+                )
+            )
         rows.append((in_python, None))
-        print_table(f"Full composition by layer, {size.name}", rows)
+        print_table(f"Full composition by part, {size.name} (the baseline: the same part with nothing kept)", rows)
         shares = {layer: statistics.mean(samples) for layer, samples in timings.items() if samples}
         total = sum(shares.values()) or 1.0
         print("\nshare of the mean: " + ", ".join(f"{layer} {100 * ms / total:.0f}%" for layer, ms in shares.items()))

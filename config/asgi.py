@@ -9,6 +9,9 @@ from django.conf import settings  # noqa: E402
 
 from config.bodylimit import AsgiBodyLimit  # noqa: E402
 from config.mcp import McpMount  # noqa: E402 - imports models, so only once the apps are loaded
+from memory.vectors import preload  # noqa: E402
+
+preload()  # the embedder and the language identifier, loaded before the first turn asks for them
 
 # /mcp is the MCP server (streamable HTTP); everything else is Django. Bodies over
 # API_MAX_BODY_BYTES are refused as they arrive, before either reads them (chunked ones too).

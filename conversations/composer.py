@@ -10,12 +10,15 @@ conversation is framed by memory.framing.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from accounts.models import Agent, Person, Team
 from conversations import budget
@@ -23,17 +26,50 @@ from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import search_messages, worth_searching
 from memory import vectors
-from memory.digest import render_digest, split_listed
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX, Bank, Note
+from memory.models import CONTENT_MAX, Note
 from memory.queries import TurnContext, TurnNote, turn_notes
 
 logger = logging.getLogger(__name__)
 
+# Embeds turns' messages beside the turns' reads (an embedder waits on its model or the network,
+# not on the GIL). One thread per core the machine has at most: beyond that a turn waits its turn.
+_VECTORS = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="turn-vector")
+
 LAYERS = ("persona", "last_exchange", "summary", "notes", "passages", "deeper_window")
 PROFILES = ("full", "memory_only")
 HISTORY_FETCH = 400  # the newest messages read for the window; more could never fit the ceiling
+
+# The window's messages: the newest HISTORY_FETCH up to the current one, but whole runs of one role
+# only (a run is one item of the window: _merge_roles), and of those only the last exchange's three
+# and the runs whose newer messages alone hold no more than the ceiling. No other could be shown: the
+# deeper window is contiguous with the last exchange, and both fit under the ceiling, so a message
+# is shown only when it and every newer one fit together.
+_HISTORY = """
+WITH newest AS (
+    SELECT id, role, content, "order", length(content) AS chars
+    FROM {message}
+    WHERE team_id = %(team)s AND conversation_id = %(conversation)s AND "order" <= %(order)s AND erased_at IS NULL
+    ORDER BY "order" DESC
+    LIMIT %(fetch)s
+),
+marked AS (
+    SELECT *, sum(chars) OVER newer - chars AS newer_chars,
+           CASE WHEN role = lag(role) OVER newer THEN 0 ELSE 1 END AS starts_run
+    FROM newest
+    WINDOW newer AS (ORDER BY "order" DESC)
+),
+runs AS (
+    SELECT *, sum(starts_run) OVER (ORDER BY "order" DESC) AS run FROM marked
+),
+shown AS (
+    SELECT *, min(newer_chars) OVER (PARTITION BY run) AS run_newer_chars FROM runs
+)
+SELECT id, role, content FROM shown
+WHERE run <= 3 OR run_newer_chars <= %(ceiling)s
+ORDER BY "order"
+"""
 
 MEMORY_UNAVAILABLE_NOTICE = (
     "## Memory\nMemory was unavailable this turn: nothing remembered about this person is shown. "
@@ -78,14 +114,15 @@ class _Item:
     ids: list[int]
 
 
-def _merge_roles(messages: list[Message]) -> list[_Item]:
+def _merge_roles(messages: Iterable[tuple[int, str, str]]) -> list[_Item]:
+    """Messages given as (pk, role, content), oldest first."""
     items: list[_Item] = []
-    for message in messages:
-        if items and items[-1].role == message.role:
-            items[-1].content += "\n\n" + message.content
-            items[-1].ids.append(message.pk)
+    for pk, role, content in messages:
+        if items and items[-1].role == role:
+            items[-1].content += "\n\n" + content
+            items[-1].ids.append(pk)
         else:
-            items.append(_Item(message.role, message.content, [message.pk]))
+            items.append(_Item(role, content, [pk]))
     return items
 
 
@@ -157,6 +194,16 @@ class _Composer:
         # on, every layer to its right gets nothing (room is given up from the right).
         self.ceiling_bound = False
         self.passages_bound = False
+        self.timings: dict[str, float] = {}  # milliseconds spent on each part of the turn
+        self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
+        self._clock = time.perf_counter()
+
+    def _lap(self, part: str) -> None:
+        """Charge the time since the last lap to `part` (a layer, or the history or the message's
+        vector that layers use)."""
+        now = time.perf_counter()
+        self.timings[part] = self.timings.get(part, 0.0) + (now - self._clock) * 1000
+        self._clock = now
 
     # --- layers ---------------------------------------------------------------------------
 
@@ -199,8 +246,8 @@ class _Composer:
             return None
         # The message's vector first, not inside the read's transaction: the embedder may be remote.
         embedder = get_embedder()
-        query = self.message.content
-        vector, ordering_lost = vectors.embed_query(query) if embedder is not None and query.strip() else (None, "")
+        vector, ordering_lost = self._vector.result() if self._vector is not None else (None, "")
+        self._lap("message_vector")  # what is left of it: it was started with the turn
         try:
             with transaction.atomic():  # a failing read must not poison the turn's transaction
                 found = turn_notes(
@@ -208,7 +255,7 @@ class _Composer:
                     vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
                 )  # fmt: skip
                 candidates = [_candidate(note) for note in found.notes]
-                text, digest_cut = budget.fit_lines(self._digest(found.banks, candidates).split("\n"), allowed)
+                text, digest_cut = budget.fit_lines(found.digest.split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
@@ -221,13 +268,6 @@ class _Composer:
                 raise MemoryUnavailable("The memory store failed; the turn was not composed.") from exc
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
-
-    def _digest(self, banks: list[Bank], candidates: list[_Candidate]) -> str:
-        """memory.queries.build_digest's text, from the rows the ranking read (each knows its place in
-        the digest's order)."""
-        ordered = sorted(candidates, key=lambda c: c.digest_position)
-        entries, omitted = split_listed(ordered, settings.DIGEST_LIMIT)
-        return render_digest(entries, omitted=omitted, full_kinds=[bank.kind for bank in banks if bank.is_full])
 
     def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
@@ -315,25 +355,33 @@ class _Composer:
 
     # --- the whole turn -------------------------------------------------------------------
 
+    def _history(self) -> list[_Item]:
+        """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees
+        them, without the runs of one role that could never be shown (see _HISTORY)."""
+        params = {
+            "team": self.team.pk,
+            "conversation": self.conversation.pk,
+            "order": self.message.order,
+            "fetch": HISTORY_FETCH,
+            "ceiling": self.ceiling,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(_HISTORY.format(message=Message._meta.db_table), params)
+            return _merge_roles(cursor.fetchall())
+
     def compose(self) -> Composition:
-        clock = time.perf_counter()
-        timings: dict[str, float] = {}
-
-        def lap(layer: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[layer] = timings.get(layer, 0.0) + (now - clock) * 1000
-            clock = now
-
-        history_rows = list(
-            Message.objects.not_erased()
-            .filter(team_id=self.team.pk, conversation=self.conversation, order__lte=self.message.order)
-            .only("pk", "role", "content")
-            .order_by("-order")[:HISTORY_FETCH]
-        )[::-1]
-        if self.profile == "memory_only":
-            history_rows = [self.message]
-        history = _merge_roles(history_rows)
+        self._clock = time.perf_counter()
+        lap = self._lap
+        # The message's vector is computed while the history and the notes are read (the notes are
+        # ordered by it, and the passages' search reuses it from memory.vectors' cache).
+        text = self.message.content
+        if get_embedder() is not None and text.strip():
+            self._vector = _VECTORS.submit(vectors.embed_query, text)
+        if self.profile == "memory_only":  # the current message is the whole window
+            history = _merge_roles([(self.message.pk, self.message.role, self.message.content)])
+        else:
+            history = self._history()
+        lap("history")
 
         blocks: dict[str, Block] = {}
         if self.persona:
@@ -395,7 +443,7 @@ class _Composer:
             degraded=self.degraded,
             notes_used=self.notes_used,
             passages_used=passages_used,
-            timings_ms={layer: round(ms, 3) for layer, ms in timings.items()},
+            timings_ms={layer: round(ms, 3) for layer, ms in self.timings.items()},
         )
         assert composition.prefix_chars <= self.ceiling, composition.costs
         return composition

@@ -49,6 +49,13 @@ def _identifier(*, stemmable_only: bool) -> LanguageIdentifier:
     return identifier
 
 
+def preload() -> None:
+    """Load the identifier now rather than on the first text a process reads (a second or more, which
+    a web process's first turn would otherwise wait for)."""
+    _identifier(stemmable_only=False)
+    _identifier(stemmable_only=True)
+
+
 def text_search_config(text: str) -> str:
     """The configuration to read this text's words with: its language's, 'english', or 'simple'.
 

@@ -70,6 +70,10 @@ class Bank(models.Model):
     consolidation_requested_at = models.DateTimeField(null=True, blank=True)
     last_consolidation_at = models.DateTimeField(null=True, blank=True)
     last_consolidation_outcome = models.CharField(max_length=500, blank=True)
+    # Raised by every change the revision log records (a note written, removed or erased, a latch,
+    # new settings) and by a mute of someone who reads the bank, in the same transaction: what a
+    # process keeps of the bank (memory.queries' turn notes and digest) is valid for one version.
+    version = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = BankQuerySet.as_manager()

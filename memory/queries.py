@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -55,9 +58,12 @@ class TagMatcher:
     """
 
     def __init__(self, team: Team, context_tags: Iterable[str]) -> None:
-        nodes = {node.node_id: node for node in OntologyNode.objects.filter(team=team).order_by()}
-        by_pk = {node.pk: node for node in nodes.values()}
         self.context = set(context_tags)
+        # Without context tags nothing matches but untagged notes: the ontology need not be read.
+        nodes = (
+            {node.node_id: node for node in OntologyNode.objects.filter(team=team).order_by()} if self.context else {}
+        )
+        by_pk = {node.pk: node for node in nodes.values()}
         unknown = sorted(self.context - nodes.keys())
         if unknown:
             raise UnknownOntologyId(
@@ -240,9 +246,12 @@ def applicable_notes(
     return Applicable(banks=banks, unshadowed=notes)
 
 
+# --- the turn's notes, kept per bank version ----------------------------------------------------
+
+# Every applicable note of a turn, shadowed, without its content: what only a write can change.
 _TURN_NOTES = """
 WITH applicable AS (
-    SELECT n.id, n.key, n.description, n.kind, n.updated_at, n.scope_refs, n.semantics, n.content,
+    SELECT n.id, n.key, n.description, n.kind, n.updated_at, n.expires_at, n.scope_refs, n.semantics, n.content,
            array_position(%(banks)s::bigint[], n.bank_id) AS bank_rank
     FROM {note} n JOIN {bank} b ON b.id = n.bank_id
     WHERE n.team_id = %(team)s AND n.bank_id = ANY(%(banks)s::bigint[])
@@ -264,19 +273,24 @@ listed AS (
     FROM shown WHERE shadow_rank = 1
 )
 SELECT l.id, l.key, l.description, l.digest_position,
-       length(to_json(l.key)::text), length(to_json(left(l.content, %(content_cap)s))::text), length(l.content)
+       length(to_json(l.key)::text), length(to_json(left(l.content, %(content_cap)s))::text), length(l.content),
+       l.kind = 'page',
+       row_number() OVER (ORDER BY l.updated_at DESC, l.bank_rank, l.key),
+       {text_hash},
+       (SELECT min(a.expires_at) FROM applicable a)
 FROM listed l
-ORDER BY (l.kind = 'page') DESC, CASE WHEN l.kind = 'page' THEN NULL ELSE {distance} END ASC NULLS LAST,
-         l.updated_at DESC, l.bank_rank, l.key
 """
-# The cosine distance of a note's current vector (see memory.vectors.similarities): this team's
-# namespace, this model and width, computed from the note's present text (indexing.NOTES.text_hash).
-_CURRENT_DISTANCE = """(
-    SELECT v.embedding <=> %(vector)s::vector FROM {vector} v
-    WHERE v.team_id = %(team)s AND v.note_id = l.id AND v.namespace = %(namespace)s AND v.model = %(model)s
-      AND v.dim = %(dim)s
-      AND v.text_hash = encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')
-    LIMIT 1)"""
+# A note's text hash as memory.indexing.NOTES.text_hash computes it.
+_TEXT_HASH = "encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')"
+# The cosine distance of each kept note's vector of this team's namespace, this model and width (see
+# memory.vectors.similarities), with the hash of the text it was computed from: only a vector of
+# the note's present text counts (compared in Python: a join on 1,000 hashes cost Postgres more).
+_DISTANCES = """
+SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector
+FROM {vector} v
+WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
+  AND v.model = %(model)s AND v.dim = %(dim)s
+"""
 
 
 @dataclass(frozen=True)
@@ -296,6 +310,109 @@ class TurnNote:
 class TurnNotes:
     banks: list[Bank]
     notes: list[TurnNote]  # the curated page first, then by meaning, then newest first
+    digest: str  # the digest of these notes (build_digest's text)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A turn's applicable notes as one process keeps them, valid for one version of each bank read."""
+
+    banks: tuple[tuple[int, int, bool], ...]  # (id, version, is_full) of each bank read
+    valid_until: datetime | None  # the first expiry among them: from then on, read again
+    notes: list[TurnNote]
+    ids: list[int]
+    ids_array: str  # as a Postgres array literal, written once: psycopg would check every id on every turn
+    hashes: dict[int, str]  # of each note's present text: only a vector of that text is current
+    pages: list[bool]
+    newest: list[int]  # each note's place newest first (ties: narrower bank, then key)
+    digest: str
+
+
+KEPT_CONTEXTS = 256  # turn contexts (team, person, agent, scope, refs, tags) a process keeps
+_kept: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def forget_kept_banks(bank_ids: Iterable[int]) -> None:
+    """Drop what this process keeps of these banks (the write path calls it once a write commits;
+    other processes see the bank's new version and read again)."""
+    gone = set(bank_ids)
+    with _kept_lock:
+        for context in [c for c, kept in _kept.items() if any(bank[0] in gone for bank in kept.banks)]:
+            del _kept[context]
+
+
+def forget_kept_notes() -> None:
+    """Drop everything this process keeps of turn notes (tests, and a benchmark's cold turn)."""
+    with _kept_lock:
+        _kept.clear()
+
+
+def _read_kept(
+    *,
+    team: Team,
+    person: Person,
+    agent: Agent,
+    banks: list[Bank],
+    refs: dict[str, list[str]],
+    tags: list[str],
+    content_cap: int,
+    now: datetime,
+    seen: tuple[tuple[int, int, bool], ...],
+) -> _Kept:
+    tables = {"note": Note._meta.db_table, "bank": Bank._meta.db_table, "mute": CategoryMute._meta.db_table}
+    sql = _TURN_NOTES.format(
+        **tables,
+        in_scope=SCOPE_REFS_MATCH.format(column="n.scope_refs", wanted="%(refs)s"),
+        tagged=SEMANTICS_MATCH.format(column="n.semantics", tags="%(tags)s"),
+        ref_types=REF_TYPES.format(column="scope_refs"),
+        ref_count=REF_COUNT.format(column="scope_refs"),
+        text_hash=_TEXT_HASH,
+    )
+    params: dict[str, Any] = {
+        "banks": [bank.pk for bank in banks],
+        "team": team.pk,
+        "now": now,
+        "refs": json.dumps(refs),
+        "gate": True,
+        "tags": tags,
+        "agent": agent.pk,
+        "person": person.pk,
+        "content_cap": content_cap,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    notes = [TurnNote(*row[:7]) for row in rows]
+    listed, omitted = split_listed(sorted(notes, key=lambda note: note.digest_position), settings.DIGEST_LIMIT)
+    digest = render_digest(listed, omitted=omitted, full_kinds=[bank.kind for bank in banks if bank.is_full])
+    return _Kept(
+        banks=seen,
+        valid_until=rows[0][10] if rows else None,
+        notes=notes,
+        ids=[row[0] for row in rows],
+        ids_array="{" + ",".join(str(row[0]) for row in rows) + "}",
+        hashes={row[0]: row[9] for row in rows},
+        pages=[row[7] for row in rows],
+        newest=[row[8] for row in rows],
+        digest=digest,
+    )
+
+
+def _distances(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) -> dict[int, float]:
+    if vector is None or not kept.ids:
+        return {}
+    params: dict[str, Any] = {
+        "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
+        "ids": kept.ids_array,
+        "team": team.pk,
+        "namespace": namespace_for(team.pk),
+        "model": model,
+        "dim": dim,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
+        return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
 
 
 def turn_notes(
@@ -310,56 +427,56 @@ def turn_notes(
     dim: int = 0,
     content_cap: int = CONTENT_MAX,
 ) -> TurnNotes:
-    """Every applicable note of a turn in one query, without its content, for the composer.
+    """Every applicable note of a turn, without its content, for the composer, and their digest.
 
     The notes and their order are visible_notes' (applicable, unmuted, unexpired, shadowed), ranked
     as the composer gives them: the curated page first (newest first), then by cosine distance of
     their current vector to `vector` (a vector of `model` and `dim`; notes without one after those),
-    then newest first, ties in visible order. Each row carries its place in the digest's order and
-    the JSON lengths of its key and content. Hand-written SQL rather than the ORM: compiling the
-    equivalent queryset cost more than running it. The rules' SQL is shared with applicable_notes.
+    then newest first, ties in visible order. Each carries its place in the digest's order and the
+    JSON lengths of its key and content.
+
+    What only a write can change (the notes, their lines' lengths, the hashes of their text, the
+    digest) is read in one hand-written query (compiling the equivalent queryset cost more than
+    running it; the rules' SQL is shared with applicable_notes) and kept by the process for the
+    versions of the banks read, which the write path raises (memory.services.revisions), until
+    the first of the notes expires. A turn then reads only the banks and, with pgvector, the
+    distances of the kept notes' current vectors. The banks are read before the notes, so what is
+    kept is never older than the versions it is kept for.
     """
     context = context or TurnContext()
     scope = validate_scope(scope)
     refs = check_scope_refs(context.refs, "context.refs")
-    matcher = TagMatcher(team, context.tags)
+    tags = sorted(TagMatcher(team, context.tags).matching())
     banks = applicable_banks(team=team, person=person, scope=scope)
     if not banks:
-        return TurnNotes(banks, [])
-    tables = {
-        "note": Note._meta.db_table,
-        "bank": Bank._meta.db_table,
-        "mute": CategoryMute._meta.db_table,
-        "vector": NoteVector._meta.db_table,
-    }
-    distance = "NULL::float8" if vector is None else _CURRENT_DISTANCE.format(**tables)
-    sql = _TURN_NOTES.format(
-        **tables,
-        in_scope=SCOPE_REFS_MATCH.format(column="n.scope_refs", wanted="%(refs)s"),
-        tagged=SEMANTICS_MATCH.format(column="n.semantics", tags="%(tags)s"),
-        ref_types=REF_TYPES.format(column="scope_refs"),
-        ref_count=REF_COUNT.format(column="scope_refs"),
-        distance=distance,
-    )
-    params: dict[str, Any] = {
-        "banks": [bank.pk for bank in banks],
-        "team": team.pk,
-        "now": timezone.now(),
-        "refs": json.dumps(refs),
-        "gate": True,
-        "tags": sorted(matcher.matching()),
-        "agent": agent.pk,
-        "person": person.pk,
-        "content_cap": content_cap,
-        "vector": None if vector is None else "[" + ",".join(map(repr, map(float, vector))) + "]",
-        "namespace": namespace_for(team.pk),
-        "model": model,
-        "dim": dim,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return TurnNotes(banks, [TurnNote(*row) for row in rows])
+        return TurnNotes(banks, [], render_digest([], omitted=0, full_kinds=[]))
+    now = timezone.now()
+    seen = tuple((bank.pk, bank.version, bank.is_full) for bank in banks)
+    where = (team.pk, person.pk, agent.pk, scope, json.dumps(refs, sort_keys=True), tuple(tags), content_cap,
+             settings.DIGEST_LIMIT)  # fmt: skip
+    with _kept_lock:
+        kept = _kept.get(where)
+        if kept is not None:
+            _kept.move_to_end(where)
+    if kept is None or kept.banks != seen or (kept.valid_until is not None and kept.valid_until <= now):
+        kept = _read_kept(
+            team=team, person=person, agent=agent, banks=banks, refs=refs, tags=tags, content_cap=content_cap,
+            now=now, seen=seen,
+        )  # fmt: skip
+        with _kept_lock:
+            _kept[where] = kept
+            while len(_kept) > KEPT_CONTEXTS:
+                _kept.popitem(last=False)
+    distance = _distances(team=team, kept=kept, vector=vector, model=model, dim=dim)
+
+    def rank(index: int) -> tuple[int, int, float, int]:
+        if kept.pages[index]:
+            return (0, 0, 0.0, kept.newest[index])
+        found = distance.get(kept.ids[index])
+        return (1, 1, 0.0, kept.newest[index]) if found is None else (1, 0, found, kept.newest[index])
+
+    order = sorted(range(len(kept.notes)), key=rank)
+    return TurnNotes(banks, [kept.notes[index] for index in order], kept.digest)
 
 
 def visible_notes(

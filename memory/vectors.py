@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from accounts.models import Team
+from memory import language
 from memory.embedders import EmbeddingUnavailable, get_embedder
 from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
@@ -66,6 +67,21 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
         while len(_QUERY_CACHE) > _QUERY_CACHE_SIZE:
             _QUERY_CACHE.popitem(last=False)
     return vector, ""
+
+
+def preload() -> None:
+    """Load, in the background, what a process's first turn would otherwise wait for (a second or
+    more each): the embedding model and the language identifier (memory.language). Web processes
+    call it at start-up; a turn that comes first waits for nothing but what it needs."""
+
+    def load() -> None:
+        try:
+            get_embedder()
+            language.preload()
+        except Exception:  # the turn that needs it will load it again, and say why it cannot
+            logger.exception("preloading the embedder and the language identifier failed")
+
+    threading.Thread(target=load, name="mnemo-preload", daemon=True).start()
 
 
 def forget_query_vectors() -> None:

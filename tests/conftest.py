@@ -76,6 +76,15 @@ def _no_reads_left_pending() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _no_turn_notes_kept() -> None:
+    """Each test starts with nothing kept of turn notes (memory.queries.turn_notes) from another's
+    rolled-back banks."""
+    from memory.queries import forget_kept_notes
+
+    forget_kept_notes()
+
+
+@pytest.fixture(autouse=True)
 def _hashing_embedder(settings: object) -> None:
     """Tests embed with the deterministic hashing embedder unless a test asks for another."""
     settings.EMBEDDER = "hashing"  # type: ignore[attr-defined]

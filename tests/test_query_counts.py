@@ -96,18 +96,19 @@ def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
 
 # --- the composer, the turn and the digest ---------------------------------------------------
 
-# What the digest reads: the team's ontology (for the context's tags), the applicable banks, then
-# the first DIGEST_LIMIT applicable, unmuted, unshadowed notes in digest order, without their
+# What the digest reads: the applicable banks (the team's ontology only for a context with tags),
+# then the first DIGEST_LIMIT applicable, unmuted, unshadowed notes in digest order, without their
 # content, each carrying the count of all of them (a window), so the rest are counted, not read.
-VISIBLE_NOTES = 3
+VISIBLE_NOTES = 2
 # One turn's composition, when its passages are all outside the window (one search, no retry):
 COMPOSE = (
     1  # the newest messages of the conversation, for the window
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
-    + 2  # the team's ontology (for the context's tags) and the applicable banks
+    + 1  # the applicable banks, with their versions (the context has no tags: no ontology read)
     + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
-    #      shadowed, ranked (pages, then by distance to its current vector), each with its
-    #      description, its place in the digest's order and the length of its line
+    #      shadowed, each with its description, its place in the digest's order, the length of its
+    #      line and the hash of its text; kept by the process for these bank versions (see below)
+    + 1  # the distances of those notes' current vectors to the message's (pgvector)
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
     + 1  # passages: the keyword search over this agent's messages with this person
@@ -151,6 +152,26 @@ def test_composing_a_turn_makes_as_many_queries_for_30_rows_as_for_3(
     assert len(composition.notes_used) >= min(3 * rows, 30)
     assert composition.passages_used  # the search found old passages, and fetched them
     assert {b.layer for b in composition.blocks} >= {"notes", "passages", "deeper_window"}
+
+
+@pytest.mark.parametrize("rows", ROWS)
+def test_the_next_turn_reads_only_the_distances_of_the_notes_kept_for_the_same_bank_versions(
+    tenant, person, actor, conversation, index_inline, rows, django_assert_num_queries
+):
+    message = long_memory(tenant, person, actor, conversation, index_inline, rows)
+
+    def turn():
+        return compose(
+            team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message,
+            scope=APOLLO,
+        )  # fmt: skip
+
+    first = turn()
+    with django_assert_num_queries(COMPOSE - 1):  # no read of the applicable notes: they were kept
+        second = turn()
+
+    assert second.blocks == first.blocks
+    assert second.notes_used == first.notes_used
 
 
 @pytest.mark.parametrize("rows", ROWS)

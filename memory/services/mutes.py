@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Q
 
 from accounts.models import Agent, Person
 from memory.exceptions import InvalidNote, NoteNotFound
-from memory.models import CategoryMute
+from memory.models import Bank, CategoryMute
+from memory.services.revisions import _new_bank_version
 from memory.validation import check_category
+
+
+def _banks_they_read(person: Person) -> list[int]:
+    """A mute changes what the person's turns see in every bank they read: their own banks and the
+    team's shared ones (a new version of a shared bank costs its other readers one fresh read)."""
+    return list(
+        Bank.objects.filter(Q(person=person) | Q(kind=Bank.Kind.SHARED), team_id=person.team_id).values_list(
+            "pk", flat=True
+        )
+    )
 
 
 @transaction.atomic
@@ -17,14 +29,18 @@ def mute_category(*, person: Person, agent: Agent, category: str) -> CategoryMut
     normalized = check_category(category)
     if not normalized:
         raise InvalidNote("category must not be empty.", field="category")
-    mute, _ = CategoryMute.objects.get_or_create(
+    mute, created = CategoryMute.objects.get_or_create(
         team_id=person.team_id, person=person, agent=agent, category=normalized
     )
+    if created:
+        _new_bank_version(_banks_they_read(person))
     return mute
 
 
 @transaction.atomic
 def unmute_category(*, person: Person, agent: Agent, category: str) -> None:
-    CategoryMute.objects.filter(
+    deleted, _ = CategoryMute.objects.filter(
         team_id=person.team_id, person=person, agent=agent, category=check_category(category)
     ).delete()
+    if deleted:
+        _new_bank_version(_banks_they_read(person))

@@ -6,7 +6,7 @@ import logging
 import operator
 import re
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 from typing import Any
 
 from django.db import transaction
@@ -16,6 +16,7 @@ from django.db.models.functions import Cast, Concat
 from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
+from memory.queries import forget_kept_banks
 from memory.text import normalize_key
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,16 @@ class Actor:
         return cls(Revision.Actor.AGENT, agent.slug, request_id)
 
 
+def _new_bank_version(bank_ids: list[int]) -> None:
+    """A change to what these banks show: raise their versions in the writer's transaction, so that
+    once it commits no process uses what it kept of them (memory.queries.turn_notes), and this
+    process drops its copy."""
+    if not bank_ids:
+        return
+    Bank.objects.filter(pk__in=bank_ids).update(version=F("version") + 1)
+    transaction.on_commit(partial(forget_kept_banks, bank_ids))
+
+
 def _log(
     bank: Bank,
     actor: Actor,
@@ -48,6 +59,8 @@ def _log(
     reason: str = "",
     subject: Person | None = None,
 ) -> Revision:
+    if bank.pk:
+        _new_bank_version([bank.pk])
     # A shared bank belongs to no one, so its events name the person the write was about (the
     # subject of the call), which is how a person's export and erasure find what was said of them there.
     return Revision.objects.create(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
+from unittest import mock
 
 import pytest
 from django.db import OperationalError
@@ -345,3 +347,67 @@ def test_the_notes_layer_shows_what_visible_notes_and_the_digest_show_in_the_ran
     assert "coffee" not in shown
     assert "standup" not in shown
     assert "train" not in shown
+
+
+def test_a_last_exchange_over_the_ceiling_keeps_the_start_of_its_oldest_run(tenant, person, conversation, settings):
+    """The last exchange's runs of one role are read whole however long they are: cut, the oldest keeps its start."""
+    settings.COMPOSER_CEILING = 1_000
+    record_message(conversation=conversation, role="user", content="START " + "a" * 800)
+    record_message(conversation=conversation, role="user", content="b" * 1_200)
+    record_message(conversation=conversation, role="assistant", content="A reply.")
+
+    result = turn(tenant, person, conversation, "And now?")
+
+    assert [m["role"] for m in result.messages] == ["user", "assistant", "user"]
+    assert result.messages[0]["content"].startswith("START a")
+    assert result.prefix_chars <= 1_000
+
+
+def test_a_last_exchange_whose_reply_alone_passes_the_ceiling_is_cut_not_dropped(
+    tenant, person, conversation, settings
+):
+    settings.COMPOSER_CEILING = 1_000
+    chat(conversation, [("An old question", "An old answer")])
+    record_message(conversation=conversation, role="user", content="Tell me everything.")
+    record_message(conversation=conversation, role="assistant", content="A long reply: " + "r" * 1_200)
+
+    result = turn(tenant, person, conversation, "And now?")
+
+    # The person's question is cut away first (oldest first), then the reply is cut to fit.
+    assert [m["role"] for m in result.messages] == ["assistant", "user"]
+    assert result.messages[0]["content"].startswith("A long reply")
+    assert result.prefix_chars <= 1_000
+
+
+@pytest.mark.parametrize("ceiling", [1_000, 2_500, 6_000, 18_000])
+def test_the_window_read_is_what_reading_every_newest_message_gives(tenant, person, conversation, settings, ceiling):
+    """The history query leaves out the runs that could never be shown: the turn is the one composed
+    from all of the newest HISTORY_FETCH messages."""
+    from conversations import composer
+    from conversations.models import Message
+
+    rng = random.Random(ceiling)
+    for _ in range(120):
+        role = rng.choice(["user", "assistant", "user", "assistant", "assistant"])  # runs of one role too
+        record_message(conversation=conversation, role=role, content=f"{role} says " + "w" * rng.randint(1, 600))
+    settings.COMPOSER_CEILING = ceiling
+
+    def every_newest(self):
+        rows = (
+            Message.objects.not_erased()
+            .filter(conversation=self.conversation, order__lte=self.message.order)
+            .order_by("-order")
+            .values_list("pk", "role", "content")[: composer.HISTORY_FETCH]
+        )
+        return composer._merge_roles(list(rows)[::-1])
+
+    message = record_message(conversation=conversation, role="user", content="What did we say about the w?")
+    kwargs = {"team": tenant.team, "agent": tenant.agent, "person": person, "conversation": conversation}
+    read = compose(message=message, **kwargs)
+    with mock.patch.object(composer._Composer, "_history", every_newest):
+        expected = compose(message=message, **kwargs)
+
+    assert read.messages == expected.messages
+    assert read.blocks == expected.blocks
+    if ceiling >= 6_000:  # room for earlier exchanges: the comparison covers the deeper window
+        assert "deeper_window" in {block.layer for block in read.blocks}
