@@ -22,7 +22,7 @@ def detect_languages(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0006_read_audit"),
+        ("memory", "0007_bank_version"),
     ]
 
     operations = [
