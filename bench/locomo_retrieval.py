@@ -15,7 +15,8 @@ Honest halves: conversations 0-4 are the **dev** half (the ranking was tuned on 
 an in-process BM25 baseline (rank_bm25.BM25Okapi over the same turns of the same conversation,
 tokenised with memory.text.tokens), the words half alone, the vector half alone, and the
 product's ranking with each of its changes switched off in turn (the ablation rows). The
-messages are embedded in bulk with the local model before any question is asked.
+messages are embedded in bulk before any question is asked, with the local model, or with the
+one BENCH_EMBEDDER names (`BENCH_EMBEDDER=e5 python -m bench locomo`: bench/harness.py).
 
 Set LOCOMO_SKIP_SCALE=1 to leave out the latency at 100,000 messages (the slow part) while iterating.
 
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from bench.harness import Result, print_table
+from bench.harness import Result, print_table, use_embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 HIT_KS = (1, 4, 5, 10)
@@ -182,8 +183,12 @@ def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
 
 
 def embed_messages(loaded: list[Loaded]) -> str:
-    """Embed every loaded message in bulk with the configured (local) model; returns a line for the report."""
+    """Embed every loaded message in bulk with the configured model; returns a line for the report."""
     from conversations.indexing import MESSAGES
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    assert embedder is not None
 
     lengths = {
         pk: len(turn_text(turn))
@@ -193,14 +198,16 @@ def embed_messages(loaded: list[Loaded]) -> str:
     ids = sorted(lengths, key=lengths.__getitem__)  # batches of like length pad least
     start = time.perf_counter()
     indexed = 0
-    with tqdm(total=len(ids), desc="embed messages (local)", leave=False, unit="msg") as bar:
+    cpu = time.process_time()
+    with tqdm(total=len(ids), desc=f"embed messages ({embedder.model})", leave=False, unit="msg") as bar:
         for offset in range(0, len(ids), EMBED_BATCH):
             batch = ids[offset : offset + EMBED_BATCH]
             indexed += MESSAGES.index(batch)
             bar.update(len(batch))
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return (
-        f"embedded {indexed:,} messages with the local model in {elapsed:.1f} s ({indexed / elapsed:,.0f} messages/s)"
+        f"embedded {indexed:,} messages with {embedder.model} in {elapsed:.1f} s ({indexed / elapsed:,.0f} messages/s; "
+        f"{1000 * cpu / max(1, indexed):.1f} ms of this process's CPU per message, storing included)"
     )
 
 
@@ -378,7 +385,7 @@ def run(scratch_team_slug: str) -> None:
     with tqdm(total=turns, desc="import LoCoMo sessions", leave=False, unit="msg") as bar:
         loaded = [load_sample(scratch_team_slug, sample, bar) for sample in samples]
     load_elapsed = time.perf_counter() - load_start
-    settings.EMBEDDER = "local"  # the default, whatever the environment says
+    embedder_name = use_embedder()  # the default (local), or BENCH_EMBEDDER, whatever EMBEDDER says
     embedded = embed_messages(loaded)
     unindexed = MESSAGES.stale(rows=Message.objects.filter(pk__in=[pk for i in loaded for pk in i.message_ids]))
     assert not unindexed.exists(), "every LoCoMo message has a vector before the questions are asked"
@@ -394,7 +401,10 @@ def run(scratch_team_slug: str) -> None:
         f"top {LIMIT} per question. Dev half: conversations {DEV.start}-{DEV.stop - 1} (tuned on); "
         f"test half: the rest (untouched while tuning)."
     )
-    print(embedded)
+    print(
+        f"{embedded}. Embedder: EMBEDDER={embedder_name} (BENCH_EMBEDDER), VECTOR_FLOOR {settings.VECTOR_FLOOR}, "
+        f"VECTOR_STRONG {settings.VECTOR_STRONG}."
+    )
     for half in ("test", "dev"):
         label = "test half (conversations 5-9, untouched while tuning)" if half == "test" else "dev half (0-4)"
         print_quality(f"LoCoMo {label}: all questions", rows, names, half, [None])
@@ -468,7 +478,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
             total += len(batch)
             copy += 1
     imported = time.perf_counter() - start
-    settings.EMBEDDER = "local"
+    use_embedder()
     from memory.embedders import get_embedder
 
     embedder = get_embedder()
@@ -545,7 +555,21 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     )
     results = {name: Result(name, samples) for name, samples in timings.items()}
     before = f"{PRODUCT}, exact throughout (before)"
-    print_table(
-        f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions",
-        [(results[before], None)] + [(results[name], results[before]) for name in variants if name != before],
+    # The searches above may find the query's vector kept from earlier questions (memory.vectors):
+    # what embedding it costs when it is not, measured apart on the same questions.
+    embedding = Result(
+        f"embedding the query alone ({embedder.model})",
+        [_timed(lambda q=question: embedder.embed_query(q)) for question in questions],
     )
+    rows: list[tuple[Result, Result | None]] = [(results[before], None)]
+    rows += [(results[name], results[before]) for name in variants if name != before]
+    rows.append((embedding, results[before]))
+    print_table(
+        f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions", rows
+    )
+
+
+def _timed(operation: Any) -> float:
+    begin = time.perf_counter()
+    operation()
+    return time.perf_counter() - begin

