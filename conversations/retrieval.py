@@ -44,7 +44,7 @@ CANDIDATES = 500
 # Widths with an HNSW index over messages' vectors (migration conversations/0010).
 INDEXED_WIDTHS = frozenset({384})
 # Candidates wanted from the approximate path (the index then gives at most hnsw.ef_search).
-APPROXIMATE_CANDIDATES = 200
+APPROXIMATE_CANDIDATES = 100
 MAX_EF_SEARCH = 1_000
 # How long this process keeps what it read of Postgres' statistics.
 STATISTICS_SECONDS = 300.0

@@ -146,7 +146,7 @@ def test_a_pair_holding_little_of_the_index_and_a_width_without_one_are_scanned_
     scope = Scope.of(tenant.agent, person)
     query = unit(centres[0])
     rows, path = similar_messages(scope, query, model=MODEL, width=384, limit=50)
-    assert path == "exact"  # 30 of 430 vectors: the index could not give 200 of the pair's in one scan
+    assert path == "exact"  # 30 of 430 vectors: the index could not give 100 of the pair's in one scan
     above_floor = sum(float(vector @ query) > settings.VECTOR_FLOOR for vector in pair)
     assert 0 < len(rows) == above_floor  # every one of the pair's above the floor, none of the crowd's
     _, wide = similar_messages(Scope.of(tenant.agent, crowd), unit(rng.standard_normal(512)), model="other", width=512)
