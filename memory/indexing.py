@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from celery import Task, shared_task
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Exists, F, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
@@ -174,9 +175,63 @@ class IndexedModel:
         if not rows:
             return 0
         vectors = embedder.embed([self.text(row) for row in rows])
-        return sum(
+        return self.store_all_if_current(rows, vectors=vectors, embedder=embedder)
+
+    def store_all_if_current(self, rows: list[models.Model], *, vectors: np.ndarray, embedder: Embedder) -> int:
+        """store_if_current for each row, in one statement for the rows no one else holds; returns
+        how many vectors were stored.
+
+        The statement locks the rows that are free (SKIP LOCKED: it never waits, so it cannot
+        deadlock with a writer holding several rows), compares each one's present text with the
+        text embedded (its hash, computed by Postgres as text_hash computes it), stores the vectors
+        of those that still hold it, and drops their vectors of other models: all of it one
+        transaction. A row someone holds (a writer mid-transaction) is done alone afterwards,
+        waiting for its lock (store_if_current); so is a row gone, which then stores nothing.
+        """
+        if not rows:
+            return 0
+        hashes = [self.text_hash(row) for row in rows]
+        vector_table = self.vector_model._meta.db_table
+        quote = connection.ops.quote_name
+        row_column = quote(f"{self.row_field}_id")
+        text = ", ".join(f"r.{quote(name)}" for name in self.text_fields)
+        hashed = ", text_hash" if self.hashes_text else ""
+        sql = f"""
+WITH given AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(vectors)s::vector[]) AS g(id, hash, embedding)
+), locked AS (
+    SELECT r.id, r.team_id, encode(sha256(convert_to(concat_ws(E'\\n', {text}), 'UTF8')), 'hex') AS hash
+    FROM {quote(self.model._meta.db_table)} r
+    WHERE r.id = ANY(%(ids)s::bigint[])
+    FOR NO KEY UPDATE SKIP LOCKED
+), stored AS (
+    INSERT INTO {quote(vector_table)} (team_id, {row_column}, namespace, model, dim, embedding, embedded_at{hashed})
+    SELECT l.team_id, l.id, 'team:' || l.team_id, %(model)s, %(dim)s, g.embedding, now(){", g.hash" if hashed else ""}
+    FROM locked l JOIN given g ON g.id = l.id AND g.hash = l.hash
+    ON CONFLICT (team_id, {row_column}, model) DO UPDATE
+    SET namespace = EXCLUDED.namespace, dim = EXCLUDED.dim, embedding = EXCLUDED.embedding,
+        embedded_at = EXCLUDED.embedded_at{", text_hash = EXCLUDED.text_hash" if hashed else ""}
+    RETURNING {row_column} AS id
+), dropped AS (
+    DELETE FROM {quote(vector_table)} o USING stored s WHERE o.{row_column} = s.id AND o.model <> %(model)s
+)
+SELECT (SELECT array_agg(id) FROM locked), (SELECT count(*) FROM stored)
+"""
+        params = {
+            "ids": [row.pk for row in rows],
+            "hashes": hashes,
+            "vectors": [_vector_text(vector) for vector in vectors],
+            "model": embedder.model,
+            "dim": embedder.dim,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            locked_ids, stored = cursor.fetchone()
+        held = set(locked_ids or ())
+        return int(stored) + sum(
             self.store_if_current(row, vector=vector, embedder=embedder)
             for row, vector in zip(rows, vectors, strict=True)
+            if row.pk not in held
         )
 
     def store_if_current(self, row: models.Model, *, vector: np.ndarray, embedder: Embedder) -> bool:
@@ -253,6 +308,11 @@ class IndexedModel:
         return ReconcileReport(len(pending), indexed, 0)
 
 
+def _vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector ([1.0,2.0,...]), for an array parameter of vectors."""
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
 @dataclass
 class _Batch:
     """The rows of one model a transaction scheduled, sent to its task once the transaction commits."""
@@ -263,12 +323,78 @@ class _Batch:
 
     def __call__(self) -> None:
         self.sent = True  # a batch already sent takes no more rows (the callback may outlive its run)
-        dispatch(self.indexed, list(dict.fromkeys(self.ids)))
+        ids = list(dict.fromkeys(self.ids))
+        if not getattr(_serving, "request", False):
+            dispatch(self.indexed, ids)
+            return
+        with _outbox_lock:
+            _outbox.setdefault(self.indexed.label, (self.indexed, []))[1].extend(ids)
+            full = sum(len(waiting) for _, waiting in _outbox.values()) >= OUTBOX_MAX
+        if full:
+            send_outbox()
 
 
 def dispatch(indexed: IndexedModel, ids: list[int]) -> None:
     """Queue the model's embedding task. (Named by path: the tasks import this module.)"""
     import_string(indexed.task).delay(ids)
+
+
+# --- after the response -----------------------------------------------------------------------
+#
+# Queueing a task is a round trip to the broker and a millisecond or two of the sender's CPU. A
+# request does not wait for it: the rows its transactions committed wait in this process's outbox,
+# and `send_outbox` queues them once the response has been sent (Django's request_finished, which
+# MemoryConfig.ready connects), one task per model for every request that finished meanwhile, so
+# rows written together are embedded together. Outside a request (a command, a task, the MCP
+# server, a test) a batch is queued as its transaction commits. A process that dies between a
+# response and the send, or a broker that is down, loses only the task: the reconciler embeds the
+# rows on its next run, and the failure is logged with how many rows wait for it.
+
+OUTBOX_MAX = 1024  # rows waiting before a request queues them itself
+DISPATCH_CHUNK = 256  # rows per task
+
+_serving = threading.local()  # .request: this thread is serving a request (between its signals)
+_outbox: dict[str, tuple[IndexedModel, list[int]]] = {}
+_outbox_lock = threading.Lock()
+
+
+def defer_dispatch(**_signal: Any) -> None:
+    """request_started receiver: the rows this thread's transactions commit wait for the response."""
+    _serving.request = True
+
+
+def send_outbox(**_signal: Any) -> int:
+    """Queue the embedding of every row waiting in this process's outbox; returns how many rows.
+
+    Also the request_finished receiver (hence the keyword arguments). Never raises: a task that
+    cannot be queued is logged, and the reconciler embeds its rows later.
+    """
+    _serving.request = False
+    with _outbox_lock:
+        waiting = list(_outbox.values())
+        _outbox.clear()
+    sent = 0
+    for indexed, ids in waiting:
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), DISPATCH_CHUNK):
+            chunk = ids[start : start + DISPATCH_CHUNK]
+            try:
+                dispatch(indexed, chunk)
+            except Exception:
+                logger.exception(
+                    "%d %ss were not queued for embedding (the broker failed); the reconciler embeds them later",
+                    len(chunk),
+                    indexed.label,
+                )
+            else:
+                sent += len(chunk)
+    return sent
+
+
+def waiting_in_outbox() -> int:
+    """How many rows this process holds for the next send_outbox."""
+    with _outbox_lock:
+        return sum(len(ids) for _, ids in _outbox.values())
 
 
 # --- the registry -----------------------------------------------------------------------------
