@@ -12,6 +12,7 @@ deletes take too (store_if_current), so deletes and edits never race it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -167,15 +168,37 @@ class IndexedModel:
         embedder = embedder or get_embedder()
         if embedder is None:
             return 0
-        rows = list(
-            self.stale(embedder, self.model._default_manager.filter(pk__in=list(ids)))
-            .only("pk", "team_id", *self.text_fields)
-            .order_by("pk")
-        )
+        rows = self._stale_rows(list(ids), embedder)
         if not rows:
             return 0
         vectors = embedder.embed([self.text(row) for row in rows])
         return self.store_all_if_current(rows, vectors=vectors, embedder=embedder)
+
+    def _stale_rows(self, ids: list[int], embedder: Embedder) -> list[models.Model]:
+        """The rows of `ids` that stale() would give, in id order, each with its vector's hash
+        compared here: one plain query (stale()'s costs a task more to build than to run)."""
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        vectors = connection.ops.quote_name(self.vector_model._meta.db_table)
+        row_column = connection.ops.quote_name(f"{self.row_field}_id")
+        columns = ["id", "team_id", *self.text_fields]
+        skip, skip_params = _skip_sql(self)
+        current = f"{vectors}.text_hash" if self.hashes_text else "''"
+        sql = (
+            f"SELECT {', '.join(f'{table}.{connection.ops.quote_name(c)}' for c in columns)}, {vectors}.id, {current} "
+            f"FROM {table} LEFT JOIN {vectors} ON {vectors}.{row_column} = {table}.id "
+            f"AND {vectors}.model = %s AND {vectors}.dim = %s "
+            f"WHERE {table}.id = ANY(%s::bigint[]){skip} ORDER BY {table}.id"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [embedder.model, embedder.dim, list(ids), *skip_params])
+            found = cursor.fetchall()
+        names = ["id", "team_id", *self.text_fields]
+        stale = []
+        for *values, vector_id, vector_hash in found:
+            row = self.model.from_db(connection.alias, names, values)
+            if vector_id is None or (self.hashes_text and vector_hash != self.text_hash(row)):
+                stale.append(row)
+        return stale
 
     def store_all_if_current(self, rows: list[models.Model], *, vectors: np.ndarray, embedder: Embedder) -> int:
         """store_if_current for each row, in one statement for the rows no one else holds; returns
@@ -217,7 +240,7 @@ WITH given AS (
 )
 SELECT (SELECT array_agg(id) FROM locked), (SELECT count(*) FROM stored)
 """
-        params = {
+        params: dict[str, Any] = {
             "ids": [row.pk for row in rows],
             "hashes": hashes,
             "vectors": [_vector_text(vector) for vector in vectors],
@@ -306,6 +329,17 @@ SELECT (SELECT array_agg(id) FROM locked), (SELECT count(*) FROM stored)
             if progress is not None:
                 progress(len(batch))
         return ReconcileReport(len(pending), indexed, 0)
+
+
+@functools.cache
+def _skip_sql(indexed: IndexedModel) -> tuple[str, tuple[Any, ...]]:
+    """` AND NOT (<the skip condition>)`, as the ORM compiles it against the row's table, and its
+    parameters (compiled once per process); nothing without one."""
+    if indexed.skip is None:
+        return "", ()
+    query = indexed.model._default_manager.filter(indexed.skip).query
+    where, params = query.get_compiler(connection=connection).compile(query.where)
+    return f" AND NOT ({where})", tuple(params)
 
 
 def _vector_text(vector: np.ndarray) -> str:
