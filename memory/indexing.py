@@ -26,7 +26,9 @@ from django.db import connection, models, transaction
 from django.db.models import Exists, F, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
+from redis.exceptions import RedisError
 
+from config.redis import cache_redis
 from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.models import Note, NoteVector
 
@@ -368,9 +370,87 @@ class _Batch:
             send_outbox()
 
 
+# --- the pending lists: what is queued together is embedded together ----------------------------
+#
+# Each model has a list of rows waiting for a vector, in Redis, and a "wake" marker that says a
+# task is queued or running that will take them. dispatch appends the rows and sets the marker in
+# one round trip; only when the marker was not already set does it queue a task. A task embeds the
+# rows it was given, then takes the list in batches (clearing the marker before each take, so a
+# row appended after a take queues a task of its own: none waits unseen). While a worker is busy,
+# rows written one at a time (each by its own request) pile up and are embedded as one batch, for a
+# fraction of the CPU of one task each. A row a task took and did not embed (a worker killed) is
+# found by the reconciler, like any row without a vector; a marker whose task was lost expires.
+
+WAKE_SECONDS = 30  # a wake marker whose task was lost blocks new tasks at most this long
+PENDING_SECONDS = 86_400  # a list nobody drains (its queue abandoned) expires
+DRAIN_BATCH = 64  # rows a task takes from the list at a time
+DRAIN_MOST = 1024  # rows one task takes before it hands the rest to a task of its own
+# False: one task per dispatch, with its rows, as before the lists (a test that judges each row's
+# task by the worker's log asks for that).
+COALESCE = True
+
+
+def _pending_keys(indexed: IndexedModel) -> tuple[str, str]:
+    """The model's pending list and wake marker, for this database and this task queue."""
+    from celery import current_app
+
+    base = f"mnemo:embed:{connection.settings_dict['NAME']}:{current_app.conf.task_default_queue}:{indexed.label}"
+    return base, f"{base}:wake"
+
+
 def dispatch(indexed: IndexedModel, ids: list[int]) -> None:
-    """Queue the model's embedding task. (Named by path: the tasks import this module.)"""
-    import_string(indexed.task).delay(ids)
+    """Queue the rows for the model's embedding task: appended to its pending list, with a task
+    queued unless one already is. (The task is named by path: the tasks import this module.)
+    Raises when Redis or the broker fails; the caller logs it, and the reconciler embeds the rows."""
+    if not ids:
+        return
+    if not COALESCE:
+        import_string(indexed.task).delay(ids)
+        return
+    pending, wake = _pending_keys(indexed)
+    client = cache_redis()
+    pipe = client.pipeline(transaction=False)
+    pipe.rpush(pending, *ids)
+    pipe.expire(pending, PENDING_SECONDS)
+    pipe.set(wake, "1", nx=True, ex=WAKE_SECONDS)
+    woke = pipe.execute()[-1]
+    if not woke:
+        return  # a task is queued or running: it takes these too
+    try:
+        import_string(indexed.task).delay([])
+    except Exception:
+        client.delete(wake)  # the next row written queues a task, which takes these as well
+        raise
+
+
+def drain(indexed: IndexedModel) -> int:
+    """Embed the rows waiting in the model's pending list (what embedding tasks call after their
+    own rows); returns how many vectors were stored. Rows taken but not embedded because the
+    embedder failed go back to the list for the task's retry."""
+    pending, wake = _pending_keys(indexed)
+    client = cache_redis()
+    stored = taken = 0
+    try:
+        while taken < DRAIN_MOST:
+            pipe = client.pipeline(transaction=False)
+            pipe.delete(wake)
+            pipe.lpop(pending, DRAIN_BATCH)
+            raw = pipe.execute()[-1]
+            if not raw:
+                return stored
+            ids = list(dict.fromkeys(int(pk) for pk in raw))
+            taken += len(raw)
+            try:
+                stored += indexed.index(ids)
+            except EmbeddingUnavailable:
+                client.rpush(pending, *ids)
+                raise
+        # More than one task's share: another task takes the rest (unless one is queued already).
+        if client.llen(pending) and client.set(wake, "1", nx=True, ex=WAKE_SECONDS):
+            import_string(indexed.task).delay([])
+    except RedisError:
+        logger.warning("The %s pending list could not be read; the reconciler embeds what it holds", indexed.label)
+    return stored
 
 
 # --- after the response -----------------------------------------------------------------------
