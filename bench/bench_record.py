@@ -49,10 +49,11 @@ def _recording(team_slug: str) -> None:
     from django.test import Client
 
     from accounts.services import create_agent, create_team, get_or_create_person, issue_api_key
+    from config.redis import cache_redis
     from conversations.indexing import MESSAGES
     from conversations.models import Message
     from conversations.services import conversation_for, record_message, record_turn_message, start_conversation
-    from memory.indexing import dispatch
+    from memory.indexing import dispatch, pending_keys
 
     rng = random.Random(3)
     team = create_team(slug=team_slug)
@@ -93,9 +94,14 @@ def _recording(team_slug: str) -> None:
     def turn_message(i: int) -> None:
         record_turn_message(team=team, agent=agent, person=ada, conversation_id=short.pk, content=texts[i % 50])
 
-    queued = iter(range(10**9))
+    queued = iter(range(10**9, 2 * 10**9))  # no such rows: the lists are dropped at the end
+    pending, wake = pending_keys(MESSAGES)
 
     def queue_task(i: int) -> None:  # what a request's outbox sends once its response has gone
+        cache_redis().delete(wake)  # no task queued yet: this one queues it
+        dispatch(MESSAGES, [next(queued)])
+
+    def queue_behind(i: int) -> None:  # a task is queued already: the row joins its list
         dispatch(MESSAGES, [next(queued)])
 
     client = Client()
@@ -120,11 +126,14 @@ def _recording(team_slug: str) -> None:
                        repeat=REPEAT)  # fmt: skip
     me_run = measure("GET /api/v1/me (authenticated, in process)", me, repeat=REPEAT)
     post_run = measure("POST /api/v1/conversations/<id>/messages (in process, outbox sent too)", post, repeat=REPEAT)
-    queue_run = measure("queue one embedding task (the outbox's send, after the response)", queue_task, repeat=REPEAT)
+    queue_run = measure("dispatch, no task queued: the row listed and a task queued (after the response)",
+                        queue_task, repeat=REPEAT)  # fmt: skip
+    behind_run = measure("dispatch, a task queued already: the row listed only", queue_behind, repeat=REPEAT)
+    cache_redis().delete(pending, wake)
     print_table(
         "Recording a message (in process; outside a request the embedding task is queued on commit)",
         [(baseline, None), (short_run, baseline), (long_run, short_run), (before_run, baseline),
-         (turn_run, before_run), (me_run, None), (post_run, me_run), (queue_run, None)],
+         (turn_run, before_run), (me_run, None), (post_run, me_run), (queue_run, None), (behind_run, queue_run)],
     )  # fmt: skip
     print(
         "\nOver HTTP the outbox's send follows the response (request_finished): `python -m bench http` times "
@@ -134,8 +143,9 @@ def _recording(team_slug: str) -> None:
 
 def _embedding(team_slug: str) -> None:
     from accounts.services import create_team, get_or_create_person
+    from config.redis import cache_redis
     from memory.embedders import LocalMiniLM, get_embedder
-    from memory.indexing import NOTES
+    from memory.indexing import NOTES, dispatch, drain, pending_keys
     from memory.models import Note
     from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
 
@@ -145,7 +155,7 @@ def _embedding(team_slug: str) -> None:
     actor = Actor("import", "bench")
     bank = get_or_create_bank(team=team, person=person, scope="", kind="global")
     update_bank_settings(bank=bank, actor=actor, changes={"soft_limit": 10_000, "hard_limit": 10_000})
-    runs = 4
+    runs = 5
     made: list[int] = []
     for i in tqdm(range(NOTES_PER_RUN * runs + 40), desc="notes", unit="note"):
         note = remember(
@@ -158,7 +168,7 @@ def _embedding(team_slug: str) -> None:
     assert isinstance(single, LocalMiniLM)
     per_core = LocalMiniLM(threads=0)
     pools = [iter(made[k * NOTES_PER_RUN : (k + 1) * NOTES_PER_RUN]) for k in range(runs)]
-    pools.append(iter(made[runs * NOTES_PER_RUN :]))
+    pools.append(iter(made[runs * NOTES_PER_RUN :]))  # the embedder-alone note comes from here
     text = NOTES.text(Note.objects.get(pk=made[0]))
 
     def embed_alone(i: int) -> int:
@@ -172,6 +182,22 @@ def _embedding(team_slug: str) -> None:
 
         return one
 
+    def queued_one_by_one(pool: int, per_take: int) -> Result:
+        """Rows dispatched one at a time while a task is queued (untimed: the writers' side), then
+        taken by that task from the pending list (timed: the worker's side), per note."""
+        keys = pending_keys(NOTES)
+        samples: list[float] = []
+        for _ in tqdm(range(NOTES_PER_RUN // per_take), desc="queued one by one", leave=False):
+            cache_redis().delete(*keys)
+            for pk in [pk for _, pk in zip(range(per_take), pools[pool], strict=False)]:
+                dispatch(NOTES, [pk])
+            start = time.process_time()
+            stored = drain(NOTES)
+            samples.extend([(time.process_time() - start) / max(stored, 1)] * max(stored, 1))
+        cache_redis().delete(*keys)
+        return Result(f"{per_take} notes dispatched one by one, taken by the queued task (memory.indexing.drain)",
+                      samples)  # fmt: skip
+
     alone = _cpu("embedder alone, one short note", embed_alone, repeat=60)
     rows = [
         (alone, None),
@@ -182,6 +208,7 @@ def _embedding(team_slug: str) -> None:
             _cpu("task, 16 notes per task, a thread per core", tasks(3, 16, per_core), repeat=NOTES_PER_RUN // 16 - 1),
             alone,
         ),
+        (queued_one_by_one(4, 8), alone),
     ]
     print(
         "\n(CPU time per note in these rows: the p50/p95 columns are CPU milliseconds per note, ops/s is notes per CPU second)"

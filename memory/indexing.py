@@ -390,7 +390,7 @@ DRAIN_MOST = 1024  # rows one task takes before it hands the rest to a task of i
 COALESCE = True
 
 
-def _pending_keys(indexed: IndexedModel) -> tuple[str, str]:
+def pending_keys(indexed: IndexedModel) -> tuple[str, str]:
     """The model's pending list and wake marker, for this database and this task queue."""
     from celery import current_app
 
@@ -407,7 +407,7 @@ def dispatch(indexed: IndexedModel, ids: list[int]) -> None:
     if not COALESCE:
         import_string(indexed.task).delay(ids)
         return
-    pending, wake = _pending_keys(indexed)
+    pending, wake = pending_keys(indexed)
     client = cache_redis()
     pipe = client.pipeline(transaction=False)
     pipe.rpush(pending, *ids)
@@ -427,7 +427,7 @@ def drain(indexed: IndexedModel) -> int:
     """Embed the rows waiting in the model's pending list (what embedding tasks call after their
     own rows); returns how many vectors were stored. Rows taken but not embedded because the
     embedder failed go back to the list for the task's retry."""
-    pending, wake = _pending_keys(indexed)
+    pending, wake = pending_keys(indexed)
     client = cache_redis()
     stored = taken = 0
     try:

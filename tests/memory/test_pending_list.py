@@ -8,7 +8,7 @@ import pytest
 from config.redis import cache_redis
 from memory import tasks
 from memory.embedders import EmbeddingUnavailable
-from memory.indexing import NOTES, IndexedModel, _pending_keys, dispatch, drain
+from memory.indexing import NOTES, IndexedModel, dispatch, drain, pending_keys
 from memory.models import Note, NoteVector
 from memory.services import remember
 from tests.factories import note_fields, written
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def empty_list():
-    keys = _pending_keys(NOTES)
+    keys = pending_keys(NOTES)
     cache_redis().delete(*keys)
     yield
     cache_redis().delete(*keys)
@@ -48,7 +48,7 @@ def test_rows_dispatched_while_a_task_is_queued_wait_for_it_and_are_embedded_in_
     queued.assert_called_once_with([])  # one task, for all four
     assert tasks.embed_notes.run([]) == 4
     assert set(NoteVector.objects.values_list("note_id", flat=True)) == {note.pk for note in written_notes}
-    assert cache_redis().llen(_pending_keys(NOTES)[0]) == 0
+    assert cache_redis().llen(pending_keys(NOTES)[0]) == 0
 
     # The task cleared the marker: the next row written queues a task of its own.
     dispatch(NOTES, [written_notes[0].pk])
@@ -76,4 +76,4 @@ def test_rows_the_embedder_could_not_embed_go_back_for_the_retry(tenant, person,
     with pytest.raises(EmbeddingUnavailable):
         drain(NOTES)
 
-    assert cache_redis().lrange(_pending_keys(NOTES)[0], 0, -1) == [str(note.pk).encode()]
+    assert cache_redis().lrange(pending_keys(NOTES)[0], 0, -1) == [str(note.pk).encode()]
