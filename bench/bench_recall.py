@@ -140,20 +140,10 @@ def shipped(team: Any, agent: Any, bank: Bank) -> list[tuple[str, Result, tuple[
 
         return call
 
-    def embedded_first(call: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
-        """The call with its query embedded before the candidates are read, not alongside."""
-
-        def sequential(query: str) -> list[str]:
-            vectors.embed_query(query)
-            return call(query)
-
-        return sequential
-
     rows = []
     for label, call, cold in [
         ("BM25 alone", alone("bm25"), False),
         ("vectors alone (exact cosine, pgvector)", alone("vector"), True),
-        ("recall_memories, its query embedded first (no overlap)", embedded_first(via_tool("recall_memories")), True),
         ("recall_memories", via_tool("recall_memories"), True),
         ("search", via_tool("search"), True),
         ("recall_memories, query vector cached", via_tool("recall_memories"), False),

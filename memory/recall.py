@@ -18,7 +18,6 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, cast
@@ -304,27 +303,8 @@ class Scored:
     similarity: float | None
 
 
-# Embedding a recall's query takes about as long as reading and scoring its candidates: it starts
-# first, on a thread of this pool (onnxruntime and the database both let go of the GIL while they
-# work), and the similarities find the vector kept by embed_query.
-_QUERY_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-query")
-
-
-def embed_query_soon(query: str, mode: Mode = "hybrid") -> Future[Any] | None:
-    """Start embedding the query for `rank` (None when the ranking will not need it)."""
-    if mode == "bm25" or not query.strip():
-        return None
-    return _QUERY_EMBEDDING.submit(vectors.embed_query, query)
-
-
 def rank(
-    team: Team,
-    found: list[Candidate],
-    query: str,
-    *,
-    mode: Mode = "hybrid",
-    notes: dict[int, Note] | None = None,
-    query_vector: Future[Any] | None = None,
+    team: Team, found: list[Candidate], query: str, *, mode: Mode = "hybrid", notes: dict[int, Note] | None = None
 ) -> tuple[list[Scored], list[str]]:
     """The candidates that match, best first, and the layers that could not be used.
 
@@ -333,8 +313,7 @@ def rank(
     of every close note to BM25), and shared words, the rarer the better, lift the notes that hold
     them. A note with neither a word in common nor a similarity above VECTOR_FLOOR is no match.
     mode "bm25" or "vector" ranks by one signal alone (the benchmarks compare all three). Vectors
-    that cannot be computed now (embedder down) leave BM25 alone, and say so. `query_vector`:
-    embed_query_soon's, started before the candidates were read.
+    that cannot be computed now (embedder down) leave BM25 alone, and say so.
     """
     if not found:
         return [], []
@@ -342,8 +321,6 @@ def rank(
     sims: dict[int, float] = {}
     degraded: list[str] = []
     if mode != "bm25":
-        if query_vector is not None:
-            query_vector.result()  # kept by embed_query: the similarities below find it
         result = vectors.similarities_by_hash(team=team, current={c.pk: c.text_hash for c in found}, query=query)
         sims = result.scores
         degraded = ["vectors"] if result.degraded else []
@@ -405,9 +382,8 @@ def recall_memories(
     context: TurnContext | None = None,
     mode: Mode = "hybrid",
 ) -> Ranked:
-    query_vector = embed_query_soon(query, mode)
     found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    scored, degraded = rank(team, found, query, mode=mode, query_vector=query_vector)
+    scored, degraded = rank(team, found, query, mode=mode)
     return Ranked(_hits(scored, limit), degraded)
 
 
@@ -484,10 +460,9 @@ def recall_bundle(
     No note contributes more than max_per_source characters (a longer one is cut and marked
     truncated); what does not fit the budget is listed in `omitted`, never dropped silently.
     """
-    query_vector = embed_query_soon(query)
     found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
     by_key = {c.key: c.pk for c in found}
-    scored, degraded = rank(team, found, query, query_vector=query_vector)
+    scored, degraded = rank(team, found, query)
     ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(scored, seeds)]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]
