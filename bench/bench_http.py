@@ -15,7 +15,7 @@ from bench.harness import Result, measure, print_table
 from bench.server import Client, serve
 
 NOTES = 10
-REPEAT = {"me": 300, "recall": 150, "remember": 150, "turn": 80}
+REPEAT = {"me": 300, "recall": 150, "remember": 150, "record": 150, "turn": 80}
 QUERY = "which coffee does she order before climbing in Lisbon"
 
 
@@ -44,10 +44,24 @@ def seed(scratch_team_slug: str, *, people: int, notes: int) -> tuple[str, list[
     return key, ids
 
 
-def calls(person: str) -> dict[str, tuple[str, str, Callable[[int], dict[str, Any] | None], int]]:
+def conversation_with(team_slug: str, external_id: str) -> int:
+    """A conversation of the team's agent with this person: where the benchmark records messages."""
+    from accounts.models import Agent, Person
+    from conversations.services import start_conversation
+
+    agent = Agent.objects.select_related("team").get(team__slug=team_slug, slug="coach")
+    person = Person.objects.get(team=agent.team, external_id=external_id)
+    return start_conversation(team=agent.team, agent=agent, person=person).pk
+
+
+def calls(person: str, conversation: int) -> dict[str, tuple[str, str, Callable[[int], dict[str, Any] | None], int]]:
     """name -> (method, path, body for call i, expected status)."""
     return {
         "GET /api/v1/me": ("GET", "/api/v1/me", lambda i: None, 200),
+        "record a message (POST .../messages)": (
+            "POST", f"/api/v1/conversations/{conversation}/messages",
+            lambda i: {"role": "user", "content": f"I had coffee by the harbour, take {i}."}, 201,
+        ),
         "recall_memories": (
             "POST", "/api/v1/tools/recall_memories", lambda i: {"person": person, "query": QUERY}, 200,
         ),
@@ -70,9 +84,10 @@ def calls(person: str) -> dict[str, tuple[str, str, Callable[[int], dict[str, An
 
 
 def _repeat(name: str) -> int:
-    return REPEAT[
-        "me" if "/me" in name else "recall" if "recall" in name else "remember" if "remember" in name else "turn"
-    ]
+    for word in ("record", "recall", "remember", "turn"):
+        if word in name:
+            return REPEAT[word]
+    return REPEAT["me"]
 
 
 def run(scratch_team_slug: str) -> None:
@@ -86,6 +101,7 @@ def run(scratch_team_slug: str) -> None:
     # The tasks the in-process writes send wait in a queue of this run's own, dropped at the end.
     queue = app.conf.task_default_queue = f"bench-http-inprocess-{os.getpid()}"
     key, (person_in_process, person_http) = seed(scratch_team_slug, people=2, notes=NOTES)
+    conversation = {person: conversation_with(scratch_team_slug, person) for person in (person_in_process, person_http)}
     django_client = DjangoClient(headers={"Authorization": f"Bearer {key}"})
 
     def in_process(method: str, path: str, body: Callable[[int], Any], status: int) -> Callable[[int], object]:
@@ -107,7 +123,7 @@ def run(scratch_team_slug: str) -> None:
         return result
 
     local = {name: timed(name, "in process", in_process(*spec), time.process_time)
-             for name, spec in calls(person_in_process).items()}  # fmt: skip
+             for name, spec in calls(person_in_process, conversation[person_in_process]).items()}  # fmt: skip
     with serve("http", worker=False) as server:
         client = Client(server, key=key)
 
@@ -115,7 +131,7 @@ def run(scratch_team_slug: str) -> None:
             return lambda i: client.request(method, path, body(i), expect=status)
 
         remote = {name: timed(name, "over HTTP", over_http(*spec), server.web_cpu_seconds)
-                  for name, spec in calls(person_http).items()}  # fmt: skip
+                  for name, spec in calls(person_http, conversation[person_http]).items()}  # fmt: skip
         client.close()
     redis_client().delete(queue)
     print(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -17,6 +18,7 @@ from rest_framework.views import APIView
 from accounts.authentication import request_api_key
 from accounts.models import Person
 from accounts.services import get_or_create_person
+from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
 from conversations import queries, services
@@ -137,10 +139,19 @@ class MessageListCreateApi(ListAPIView[Message]):
         responses={201: MessageOutput, **error_responses(422)},
     )
     def post(self, request: Request, conversation_id: int) -> Response:
-        conversation = get_object_or_404(_conversations(request), pk=conversation_id)
+        key = request_api_key(request)
         data = self.MessageCreateInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        message = services.record_message(conversation=conversation, **data.validated_data)
+        try:
+            data.is_valid(raise_exception=True)
+            # Found and written in one round trip: no lookup of the conversation first.
+            message = services.record_agent_message(
+                team=key.team, agent=key.agent, conversation_id=conversation_id, **data.validated_data
+            )
+        except (serializers.ValidationError, DomainError):
+            get_object_or_404(_conversations(request), pk=conversation_id)  # an unknown conversation is 404 first
+            raise
+        if message is None:
+            raise Http404("No Conversation matches the given query.")  # as get_object_or_404 words it
         return Response(MessageOutput(message).data, status=status.HTTP_201_CREATED)
 
 

@@ -47,23 +47,32 @@ def _check_content(content: str) -> str:
     return content
 
 
-_COUNT_MESSAGE = """
-UPDATE {conversation}
-SET chars_since_curation = chars_since_curation + %(chars)s,
-    exchanges_since_curation = exchanges_since_curation + %(exchanges)s
-WHERE id = %(id)s
-RETURNING team_id, chars_since_curation, exchanges_since_curation
-"""
-_APPEND_MESSAGE = """
+# One round trip, whatever the conversation's length: both statements go in one simple query, which
+# Postgres runs as one transaction when none is open (and inside the caller's when one is). The
+# UPDATE locks the conversation (so orders never collide) and counts what accrued for the curator;
+# the INSERT, a statement of its own and so reading after the lock was taken, appends the message
+# after the last one (the index on (team, conversation, order) finds it). Both name the
+# conversation by the same condition; when it matches no row, neither writes anything.
+_RECORD = """
+UPDATE {conversation} c
+SET chars_since_curation = c.chars_since_curation + %(chars)s,
+    exchanges_since_curation = c.exchanges_since_curation + %(exchanges)s
+WHERE {where}
+RETURNING {columns};
 INSERT INTO {message} (team_id, conversation_id, role, content, language, "order", created_at, external_id)
-SELECT %(team)s, %(conversation)s, %(role)s, %(content)s, %(language)s, coalesce(max(m."order"), 0) + 1,
+SELECT c.team_id, c.id, %(role)s, %(content)s, %(language)s,
+       coalesce((SELECT max(m."order") FROM {message} m WHERE m.team_id = c.team_id AND m.conversation_id = c.id), 0) + 1,
        %(created_at)s, %(external_id)s
-FROM {message} m WHERE m.team_id = %(team)s AND m.conversation_id = %(conversation)s
+FROM {conversation} c
+WHERE {where}
 RETURNING id, "order"
 """
+# How _record names the conversation: fixed SQL, the values always parameters.
+_BY_ID = "c.id = %(id)s"
+_BY_AGENT = _BY_ID + " AND c.team_id = %(team)s AND c.agent_id = %(agent)s"
+_BY_PARTICIPANTS = _BY_AGENT + " AND c.person_id = %(person)s"
 
 
-@transaction.atomic
 def record_message(
     *,
     conversation: Conversation,
@@ -73,41 +82,79 @@ def record_message(
     external_id: str = "",
 ) -> Message:
     """Append a message; the conversation row is locked so orders never collide."""
+    _, message = _record(
+        _BY_ID, {"id": conversation.pk}, role=role, content=content, created_at=created_at, external_id=external_id
+    )
+    if message is None:
+        raise Conversation.DoesNotExist(f"Conversation {conversation.pk} does not exist.")
+    conversation.chars_since_curation = message.conversation.chars_since_curation
+    conversation.exchanges_since_curation = message.conversation.exchanges_since_curation
+    message.conversation = conversation
+    return message
+
+
+def record_agent_message(
+    *, team: Team, agent: Agent, conversation_id: int, role: str, content: str, external_id: str = ""
+) -> Message | None:
+    """Append a message to one of this agent's conversations, named by id, as record_message does
+    (without a lookup of its own first). None when the agent has no such conversation: nothing was
+    written then."""
+    where = {"id": conversation_id, "team": team.pk, "agent": agent.pk}
+    return _record(_BY_AGENT, where, role=role, content=content, external_id=external_id)[1]
+
+
+def _record(
+    where: str,
+    params: dict[str, int],
+    *,
+    role: str,
+    content: str,
+    created_at: datetime | None = None,
+    external_id: str = "",
+) -> tuple[Conversation | None, Message | None]:
+    """Record a message in the conversation `where` names: (the conversation as it is now, with its
+    counts updated; the message), or (None, None) when it names none."""
     if role not in Message.Role.values:
         raise InvalidMessage(f"role must be one of {', '.join(Message.Role.values)}.", field="role")
     content = _check_content(content)
     check_text(external_id, field="external_id", kind=TextKind.IDENTIFIER, error=InvalidMessage)
+    language = text_search_config(content)
+    created_at = created_at or timezone.now()
+    fields = Conversation._meta.concrete_fields
+    sql = _RECORD.format(
+        conversation=Conversation._meta.db_table,
+        message=Message._meta.db_table,
+        where=where,
+        columns=", ".join(f"c.{connection.ops.quote_name(str(field.column))}" for field in fields),
+    )
+    chars, exchanges = len(content), int(role == Message.Role.ASSISTANT)  # a reply closes an exchange
+    values: dict[str, Any] = {
+        **params, "chars": chars, "exchanges": exchanges, "role": role, "content": content, "language": language,
+        "created_at": created_at, "external_id": external_id,
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        counted = cursor.fetchone()
+        cursor.nextset()
+        appended = cursor.fetchone()
+    if counted is None or appended is None:
+        return None, None
+    conversation = Conversation.from_db(connection.alias, [field.attname for field in fields], counted)
     message = Message(
+        pk=appended[0],
+        team_id=conversation.team_id,
         conversation=conversation,
         role=role,
         content=content,
-        language=text_search_config(content),
-        created_at=created_at or timezone.now(),
+        language=language,
+        order=appended[1],
+        created_at=created_at,
         external_id=external_id,
     )
-    tables = {"conversation": Conversation._meta.db_table, "message": Message._meta.db_table}
-    chars, exchanges = len(content), int(role == Message.Role.ASSISTANT)  # a reply closes an exchange
-    with connection.cursor() as cursor:
-        # Two statements, whatever the conversation's length: the first locks the conversation (so
-        # orders never collide) and counts what accrued for the curator; the second appends the
-        # message after the last one (the index on (team, conversation, order) finds it).
-        cursor.execute(_COUNT_MESSAGE.format(**tables), {"id": conversation.pk, "chars": chars, "exchanges": exchanges})
-        counted = cursor.fetchone()
-        if counted is None:
-            raise Conversation.DoesNotExist(f"Conversation {conversation.pk} does not exist.")
-        message.team_id, conversation.chars_since_curation, conversation.exchanges_since_curation = counted
-        cursor.execute(
-            _APPEND_MESSAGE.format(**tables),
-            {
-                "team": message.team_id, "conversation": conversation.pk, "role": role, "content": content,
-                "language": message.language, "created_at": message.created_at, "external_id": external_id,
-            },
-        )  # fmt: skip
-        message.pk, message.order = cursor.fetchone()
     message._state.adding = False
     message._state.db = connection.alias
     MESSAGES.schedule(message.pk)  # embedded after commit, for the meaning half of search_messages
-    return message
+    return conversation, message
 
 
 def _lock_rows(rows: QuerySet[Any]) -> None:
@@ -343,6 +390,24 @@ def conversation_for(*, team: Team, agent: Agent, person: Person, conversation_i
     return latest or start_conversation(team=team, agent=agent, person=person)
 
 
+def record_turn_message(
+    *, team: Team, agent: Agent, person: Person, conversation_id: int | None, content: str
+) -> tuple[Conversation, Message]:
+    """The person's message of a turn, recorded in the conversation conversation_for would choose.
+    A conversation named by id is found and written in one round trip (no lookup first)."""
+    if conversation_id is None:
+        with transaction.atomic():
+            conversation = conversation_for(team=team, agent=agent, person=person, conversation_id=None)
+            return conversation, record_message(conversation=conversation, role=Message.Role.USER, content=content)
+    participants = {"id": conversation_id, "team": agent.team_id, "agent": agent.pk, "person": person.pk}
+    found, recorded = _record(_BY_PARTICIPANTS, participants, role=Message.Role.USER, content=content)
+    if found is None or recorded is None:
+        raise ConversationNotFound(
+            f"No conversation {conversation_id} between this agent and person.", field="conversation"
+        )
+    return found, recorded
+
+
 def take_turn(
     *,
     team: Team,
@@ -362,9 +427,9 @@ def take_turn(
     """
     if profile not in PROFILES:
         raise InvalidMessage(f"profile must be one of {', '.join(PROFILES)}.", field="profile")
-    with transaction.atomic():
-        conversation = conversation_for(team=team, agent=agent, person=person, conversation_id=conversation_id)
-        recorded = record_message(conversation=conversation, role=Message.Role.USER, content=message)
+    conversation, recorded = record_turn_message(
+        team=team, agent=agent, person=person, conversation_id=conversation_id, content=message
+    )
     started = perf_counter()
     composition = compose(
         team=team, agent=agent, person=person, conversation=conversation, message=recorded,

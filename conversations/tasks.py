@@ -1,13 +1,14 @@
 from celery import shared_task
 
 from conversations.indexing import MESSAGES
-from memory.indexing import embedding_task
+from memory.indexing import drain, embedding_task
 
 
 @embedding_task
 def embed_messages(message_ids: list[int]) -> int:
-    """Embed messages after their write commits. Safe to run twice; deleted messages are skipped."""
-    return MESSAGES.index(message_ids)
+    """Embed messages after their write commits, then whatever other messages were queued
+    meanwhile (memory.indexing.drain). Safe to run twice; deleted messages are skipped."""
+    return MESSAGES.index(message_ids) + drain(MESSAGES)
 
 
 @shared_task(ignore_result=True)

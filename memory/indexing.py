@@ -12,19 +12,23 @@ deletes take too (store_if_current), so deletes and edits never race it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from celery import Task, shared_task
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Exists, F, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
+from redis.exceptions import RedisError
 
+from config.redis import cache_redis
 from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.models import Note, NoteVector
 
@@ -166,17 +170,93 @@ class IndexedModel:
         embedder = embedder or get_embedder()
         if embedder is None:
             return 0
-        rows = list(
-            self.stale(embedder, self.model._default_manager.filter(pk__in=list(ids)))
-            .only("pk", "team_id", *self.text_fields)
-            .order_by("pk")
-        )
+        rows = self._stale_rows(list(ids), embedder)
         if not rows:
             return 0
         vectors = embedder.embed([self.text(row) for row in rows])
-        return sum(
+        return self.store_all_if_current(rows, vectors=vectors, embedder=embedder)
+
+    def _stale_rows(self, ids: list[int], embedder: Embedder) -> list[models.Model]:
+        """The rows of `ids` that stale() would give, in id order, each with its vector's hash
+        compared here: one plain query (stale()'s costs a task more to build than to run)."""
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        vectors = connection.ops.quote_name(self.vector_model._meta.db_table)
+        row_column = connection.ops.quote_name(f"{self.row_field}_id")
+        columns = ["id", "team_id", *self.text_fields]
+        skip, skip_params = _skip_sql(self)
+        current = f"{vectors}.text_hash" if self.hashes_text else "''"
+        sql = (
+            f"SELECT {', '.join(f'{table}.{connection.ops.quote_name(c)}' for c in columns)}, {vectors}.id, {current} "
+            f"FROM {table} LEFT JOIN {vectors} ON {vectors}.{row_column} = {table}.id "
+            f"AND {vectors}.model = %s AND {vectors}.dim = %s "
+            f"WHERE {table}.id = ANY(%s::bigint[]){skip} ORDER BY {table}.id"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [embedder.model, embedder.dim, list(ids), *skip_params])
+            found = cursor.fetchall()
+        names = ["id", "team_id", *self.text_fields]
+        stale = []
+        for *values, vector_id, vector_hash in found:
+            row = self.model.from_db(connection.alias, names, values)
+            if vector_id is None or (self.hashes_text and vector_hash != self.text_hash(row)):
+                stale.append(row)
+        return stale
+
+    def store_all_if_current(self, rows: list[models.Model], *, vectors: np.ndarray, embedder: Embedder) -> int:
+        """store_if_current for each row, in one statement for the rows no one else holds; returns
+        how many vectors were stored.
+
+        The statement locks the rows that are free (SKIP LOCKED: it never waits, so it cannot
+        deadlock with a writer holding several rows), compares each one's present text with the
+        text embedded (its hash, computed by Postgres as text_hash computes it), stores the vectors
+        of those that still hold it, and drops their vectors of other models: all of it one
+        transaction. A row someone holds (a writer mid-transaction) is done alone afterwards,
+        waiting for its lock (store_if_current); so is a row gone, which then stores nothing.
+        """
+        if not rows:
+            return 0
+        hashes = [self.text_hash(row) for row in rows]
+        vector_table = self.vector_model._meta.db_table
+        quote = connection.ops.quote_name
+        row_column = quote(f"{self.row_field}_id")
+        text = ", ".join(f"r.{quote(name)}" for name in self.text_fields)
+        hashed = ", text_hash" if self.hashes_text else ""
+        sql = f"""
+WITH given AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(vectors)s::vector[]) AS g(id, hash, embedding)
+), locked AS (
+    SELECT r.id, r.team_id, encode(sha256(convert_to(concat_ws(E'\\n', {text}), 'UTF8')), 'hex') AS hash
+    FROM {quote(self.model._meta.db_table)} r
+    WHERE r.id = ANY(%(ids)s::bigint[])
+    FOR NO KEY UPDATE SKIP LOCKED
+), stored AS (
+    INSERT INTO {quote(vector_table)} (team_id, {row_column}, namespace, model, dim, embedding, embedded_at{hashed})
+    SELECT l.team_id, l.id, 'team:' || l.team_id, %(model)s, %(dim)s, g.embedding, now(){", g.hash" if hashed else ""}
+    FROM locked l JOIN given g ON g.id = l.id AND g.hash = l.hash
+    ON CONFLICT (team_id, {row_column}, model) DO UPDATE
+    SET namespace = EXCLUDED.namespace, dim = EXCLUDED.dim, embedding = EXCLUDED.embedding,
+        embedded_at = EXCLUDED.embedded_at{", text_hash = EXCLUDED.text_hash" if hashed else ""}
+    RETURNING {row_column} AS id
+), dropped AS (
+    DELETE FROM {quote(vector_table)} o USING stored s WHERE o.{row_column} = s.id AND o.model <> %(model)s
+)
+SELECT (SELECT array_agg(id) FROM locked), (SELECT count(*) FROM stored)
+"""
+        params: dict[str, Any] = {
+            "ids": [row.pk for row in rows],
+            "hashes": hashes,
+            "vectors": [_vector_text(vector) for vector in vectors],
+            "model": embedder.model,
+            "dim": embedder.dim,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            locked_ids, stored = cursor.fetchone()
+        held = set(locked_ids or ())
+        return int(stored) + sum(
             self.store_if_current(row, vector=vector, embedder=embedder)
             for row, vector in zip(rows, vectors, strict=True)
+            if row.pk not in held
         )
 
     def store_if_current(self, row: models.Model, *, vector: np.ndarray, embedder: Embedder) -> bool:
@@ -253,6 +333,22 @@ class IndexedModel:
         return ReconcileReport(len(pending), indexed, 0)
 
 
+@functools.cache
+def _skip_sql(indexed: IndexedModel) -> tuple[str, tuple[Any, ...]]:
+    """` AND NOT (<the skip condition>)`, as the ORM compiles it against the row's table, and its
+    parameters (compiled once per process); nothing without one."""
+    if indexed.skip is None:
+        return "", ()
+    query = indexed.model._default_manager.filter(indexed.skip).query
+    where, params = query.get_compiler(connection=connection).compile(query.where)
+    return f" AND NOT ({where})", tuple(params)
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector ([1.0,2.0,...]), for an array parameter of vectors."""
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
 @dataclass
 class _Batch:
     """The rows of one model a transaction scheduled, sent to its task once the transaction commits."""
@@ -263,12 +359,156 @@ class _Batch:
 
     def __call__(self) -> None:
         self.sent = True  # a batch already sent takes no more rows (the callback may outlive its run)
-        dispatch(self.indexed, list(dict.fromkeys(self.ids)))
+        ids = list(dict.fromkeys(self.ids))
+        if not getattr(_serving, "request", False):
+            dispatch(self.indexed, ids)
+            return
+        with _outbox_lock:
+            _outbox.setdefault(self.indexed.label, (self.indexed, []))[1].extend(ids)
+            full = sum(len(waiting) for _, waiting in _outbox.values()) >= OUTBOX_MAX
+        if full:
+            send_outbox()
+
+
+# --- the pending lists: what is queued together is embedded together ----------------------------
+#
+# Each model has a list of rows waiting for a vector, in Redis, and a "wake" marker that says a
+# task is queued or running that will take them. dispatch appends the rows and sets the marker in
+# one round trip; only when the marker was not already set does it queue a task. A task embeds the
+# rows it was given, then takes the list in batches (clearing the marker before each take, so a
+# row appended after a take queues a task of its own: none waits unseen). While a worker is busy,
+# rows written one at a time (each by its own request) pile up and are embedded as one batch, for a
+# fraction of the CPU of one task each. A row a task took and did not embed (a worker killed) is
+# found by the reconciler, like any row without a vector; a marker whose task was lost expires.
+
+WAKE_SECONDS = 30  # a wake marker whose task was lost blocks new tasks at most this long
+PENDING_SECONDS = 86_400  # a list nobody drains (its queue abandoned) expires
+DRAIN_BATCH = 64  # rows a task takes from the list at a time
+DRAIN_MOST = 1024  # rows one task takes before it hands the rest to a task of its own
+# False: one task per dispatch, with its rows, as before the lists (a test that judges each row's
+# task by the worker's log asks for that).
+COALESCE = True
+
+
+def pending_keys(indexed: IndexedModel) -> tuple[str, str]:
+    """The model's pending list and wake marker, for this database and this task queue."""
+    from celery import current_app
+
+    base = f"mnemo:embed:{connection.settings_dict['NAME']}:{current_app.conf.task_default_queue}:{indexed.label}"
+    return base, f"{base}:wake"
 
 
 def dispatch(indexed: IndexedModel, ids: list[int]) -> None:
-    """Queue the model's embedding task. (Named by path: the tasks import this module.)"""
-    import_string(indexed.task).delay(ids)
+    """Queue the rows for the model's embedding task: appended to its pending list, with a task
+    queued unless one already is. (The task is named by path: the tasks import this module.)
+    Raises when Redis or the broker fails; the caller logs it, and the reconciler embeds the rows."""
+    if not ids:
+        return
+    if not COALESCE:
+        import_string(indexed.task).delay(ids)
+        return
+    pending, wake = pending_keys(indexed)
+    client = cache_redis()
+    pipe = client.pipeline(transaction=False)
+    pipe.rpush(pending, *ids)
+    pipe.expire(pending, PENDING_SECONDS)
+    pipe.set(wake, "1", nx=True, ex=WAKE_SECONDS)
+    woke = pipe.execute()[-1]
+    if not woke:
+        return  # a task is queued or running: it takes these too
+    try:
+        import_string(indexed.task).delay([])
+    except Exception:
+        client.delete(wake)  # the next row written queues a task, which takes these as well
+        raise
+
+
+def drain(indexed: IndexedModel) -> int:
+    """Embed the rows waiting in the model's pending list (what embedding tasks call after their
+    own rows); returns how many vectors were stored. Rows taken but not embedded because the
+    embedder failed go back to the list for the task's retry."""
+    pending, wake = pending_keys(indexed)
+    client = cache_redis()
+    stored = taken = 0
+    try:
+        while taken < DRAIN_MOST:
+            pipe = client.pipeline(transaction=False)
+            pipe.delete(wake)
+            pipe.lpop(pending, DRAIN_BATCH)
+            raw = pipe.execute()[-1]
+            if not raw:
+                return stored
+            ids = list(dict.fromkeys(int(pk) for pk in raw))
+            taken += len(raw)
+            try:
+                stored += indexed.index(ids)
+            except EmbeddingUnavailable:
+                client.rpush(pending, *ids)
+                raise
+        # More than one task's share: another task takes the rest (unless one is queued already).
+        if client.llen(pending) and client.set(wake, "1", nx=True, ex=WAKE_SECONDS):
+            import_string(indexed.task).delay([])
+    except RedisError:
+        logger.warning("The %s pending list could not be read; the reconciler embeds what it holds", indexed.label)
+    return stored
+
+
+# --- after the response -----------------------------------------------------------------------
+#
+# Queueing a task is a round trip to the broker and a millisecond or two of the sender's CPU. A
+# request does not wait for it: the rows its transactions committed wait in this process's outbox,
+# and `send_outbox` queues them once the response has been sent (Django's request_finished, which
+# MemoryConfig.ready connects), one task per model for every request that finished meanwhile, so
+# rows written together are embedded together. Outside a request (a command, a task, the MCP
+# server, a test) a batch is queued as its transaction commits. A process that dies between a
+# response and the send, or a broker that is down, loses only the task: the reconciler embeds the
+# rows on its next run, and the failure is logged with how many rows wait for it.
+
+OUTBOX_MAX = 1024  # rows waiting before a request queues them itself
+DISPATCH_CHUNK = 256  # rows per task
+
+_serving = threading.local()  # .request: this thread is serving a request (between its signals)
+_outbox: dict[str, tuple[IndexedModel, list[int]]] = {}
+_outbox_lock = threading.Lock()
+
+
+def defer_dispatch(**_signal: Any) -> None:
+    """request_started receiver: the rows this thread's transactions commit wait for the response."""
+    _serving.request = True
+
+
+def send_outbox(**_signal: Any) -> int:
+    """Queue the embedding of every row waiting in this process's outbox; returns how many rows.
+
+    Also the request_finished receiver (hence the keyword arguments). Never raises: a task that
+    cannot be queued is logged, and the reconciler embeds its rows later.
+    """
+    _serving.request = False
+    with _outbox_lock:
+        waiting = list(_outbox.values())
+        _outbox.clear()
+    sent = 0
+    for indexed, ids in waiting:
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), DISPATCH_CHUNK):
+            chunk = ids[start : start + DISPATCH_CHUNK]
+            try:
+                dispatch(indexed, chunk)
+            except Exception:
+                logger.exception(
+                    "%d %ss were not queued for embedding (the broker failed); the reconciler embeds them later",
+                    len(chunk),
+                    indexed.label,
+                )
+            else:
+                sent += len(chunk)
+    return sent
+
+
+def waiting_in_outbox() -> int:
+    """How many rows this process holds for the next send_outbox."""
+    with _outbox_lock:
+        return sum(len(ids) for _, ids in _outbox.values())
 
 
 # --- the registry -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from memory.indexing import NOTES, embedding_task, indexed_models
+from memory.indexing import NOTES, drain, embedding_task, indexed_models
 from memory.services import expire_notes, reads
 
 
@@ -12,8 +12,9 @@ def expire_due_notes() -> int:
 
 @embedding_task
 def embed_notes(note_ids: list[int]) -> int:
-    """Embed notes after their write commits. Safe to run twice; deleted notes are skipped."""
-    return NOTES.index(note_ids)
+    """Embed notes after their write commits, then whatever other notes were queued meanwhile
+    (memory.indexing.drain). Safe to run twice; deleted notes are skipped."""
+    return NOTES.index(note_ids) + drain(NOTES)
 
 
 @shared_task(ignore_result=True)

@@ -183,11 +183,10 @@ def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
     queries = (
         AUTH
         + 1  # the person, by the id the agent gave
-        + 2  # SAVEPOINT / RELEASE: the message is recorded in a transaction of its own
-        + 1  # the conversation named (this agent's with this person only)
-        + 2  # SAVEPOINT / RELEASE: record_message's own atomic block
-        + 1  # UPDATE the conversation's counters for the curator, which locks it so orders never collide
-        + 1  # INSERT the message after the last one (INSERT ... SELECT max(order) + 1)
+        # The message, in one round trip that also finds the conversation named (this agent's with
+        # this person only): UPDATE its counters for the curator, which locks it so orders never
+        # collide, then INSERT the message after the last one (INSERT ... SELECT max(order) + 1).
+        + 1
         + COMPOSE
         + 1  # INSERT the turn, with its costs and the notes it used
         # After the response is sent (request_finished), the retrieval audit writes its read:
