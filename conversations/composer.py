@@ -10,10 +10,9 @@ conversation is framed by memory.framing.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +31,6 @@ from memory.models import CONTENT_MAX, Note
 from memory.queries import TurnContext, TurnNote, turn_notes
 
 logger = logging.getLogger(__name__)
-
-# Embeds turns' messages beside the turns' reads (an embedder waits on its model or the network,
-# not on the GIL). One thread per core the machine has at most: beyond that a turn waits its turn.
-_VECTORS = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="turn-vector")
 
 LAYERS = ("persona", "last_exchange", "summary", "notes", "passages", "deeper_window")
 PROFILES = ("full", "memory_only")
@@ -376,7 +371,7 @@ class _Composer:
         # ordered by it, and the passages' search reuses it from memory.vectors' cache).
         text = self.message.content
         if get_embedder() is not None and text.strip():
-            self._vector = _VECTORS.submit(vectors.embed_query, text)
+            self._vector = vectors.embed_query_soon(text)
         if self.profile == "memory_only":  # the current message is the whole window
             history = _merge_roles([(self.message.pk, self.message.role, self.message.content)])
         else:

@@ -17,7 +17,7 @@ from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
 from memory.text import STOP_WORDS, real_word_count, words
-from memory.vectors import embed_query
+from memory.vectors import embed_query_soon
 
 _LEXEME = re.compile(r"^[^\W_]+$")  # letters and digits of any script: nothing tsquery syntax reads
 
@@ -74,19 +74,6 @@ class _Candidate:
     created_at: datetime
     role: str
     own: float = 0.0
-
-
-def _similar_messages(scope: Scope, query: str) -> tuple[list[Row], str]:
-    """Messages close in meaning to the query (conversations.retrieval.similar_messages), or why
-    vectors could not be used when they could not (the embedder is down)."""
-    embedder = get_embedder()
-    if embedder is None:
-        return [], ""
-    vector, degraded = embed_query(query)
-    if vector is None:
-        return [], degraded
-    rows, _path = similar_messages(scope, vector, model=embedder.model, width=embedder.dim)
-    return rows, ""
 
 
 @dataclass
@@ -191,9 +178,17 @@ def rank_messages(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
+    # The query's vector is computed while the words half reads the database.
+    embedder = get_embedder() if ranking.meaning else None
+    vector = embed_query_soon(meaning_query) if embedder is not None else None
     scope = Scope.of(agent, person, words=" ".join(terms) if ranking.words else "", config=text_search_config(query))
     keyword = keyword_matches(scope) if ranking.words else []
-    similar, degraded = _similar_messages(scope, meaning_query) if ranking.meaning else ([], "")
+    similar: list[Row] = []
+    degraded = ""
+    if embedder is not None and vector is not None:
+        embedded, degraded = vector.result()
+        if embedded is not None:
+            similar, _path = similar_messages(scope, embedded, model=embedder.model, width=embedder.dim)
 
     candidates: dict[int, _Candidate] = {}
     best = max((row[5] for row in keyword), default=0.0)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +34,14 @@ _QUERY_CACHE_SIZE = 256
 _QUERY_FAILURES: dict[tuple[str, int, str], tuple[float, str]] = {}
 QUERY_FAILURE_MEMORY = 30.0  # seconds a failed query embedding is not retried
 _lock = threading.Lock()
+# Embeds queries beside the reads that do not need their vector yet (an embedder waits on its model
+# or the network, not on the GIL). One thread per core at most: beyond that a query waits its turn.
+_EMBEDDING = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="query-vector")
+
+
+def embed_query_soon(text: str) -> Future[tuple[np.ndarray | None, str]]:
+    """embed_query on a thread of its own, for a caller with database reads to do meanwhile."""
+    return _EMBEDDING.submit(embed_query, text)
 
 
 def embed_query(text: str) -> tuple[np.ndarray | None, str]:

@@ -93,7 +93,7 @@ def test_a_vector_of_another_model_or_namespace_is_invisible(tenant, person, con
     with index_inline():
         message = say(conversation, "We talked about the weather")
     stored = np.array(MessageVector.objects.get(message=message).embedding, dtype=np.float32)
-    mocker.patch("conversations.queries.embed_query", return_value=(stored, ""))
+    mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
     query = "anything at all in other words"  # shares no word: only the vector can find it
     assert texts(search_messages(agent=tenant.agent, person=person, query=query)) == [message.content]
     MessageVector.objects.update(model="another-model")
@@ -118,7 +118,7 @@ def test_meaning_finds_a_message_that_shares_no_word_and_the_floor_keeps_weak_on
     other /= np.linalg.norm(other)
     query_vector = 0.8 * close_vector + 0.6 * other
     assert float(query_vector @ far_vector) < settings.VECTOR_FLOOR
-    mocker.patch("conversations.queries.embed_query", return_value=(query_vector, ""))
+    mocker.patch("memory.vectors.embed_query", return_value=(query_vector, ""))
     found = search_messages(agent=tenant.agent, person=person, query="is there anything I am unable to eat?")
     assert texts(found) == ["Severe reaction to peanuts"]  # `far` is below VECTOR_FLOOR
     expected = MEANING_WEIGHT * (0.8 - settings.VECTOR_FLOOR) / (1 - settings.VECTOR_FLOOR)
@@ -207,7 +207,7 @@ def test_vectors_never_reach_another_agent_person_or_team(
         )
     assert MessageVector.objects.count() == 4
     stored = np.array(MessageVector.objects.get(message=own).embedding, dtype=np.float32)
-    mocker.patch("conversations.queries.embed_query", return_value=(stored, ""))
+    mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
 
     def found(agent, who, query):
         return [hit.message.pk for hit in search_messages(agent=agent, person=who, query=query, limit=10)]
