@@ -7,17 +7,18 @@ between one agent and one person:
   message_recent index each), never by counting its messages.
 - Words: the GIN index finds every message of the team holding one of the query's lexemes; only
   then are they narrowed to the pair, and each is scored in one pass. A lexeme that Postgres'
-  statistics (ANALYZE samples every table) say is common is not used to *find* messages when it
-  would bring in more than SEARCH_COMMON_WORD_MESSAGES of the pair's: it still scores the
-  messages the rarer lexemes found, its count in the pair estimated from those statistics.
+  statistics (ANALYZE samples every table, every team's messages) say may be common is counted
+  in the pair, up to SEARCH_COMMON_WORD_MESSAGES; when the pair says it more often than that it
+  is not used to *find* messages: it still scores the messages the rarer lexemes found, its count
+  in the pair estimated from those statistics (at least the threshold).
   Without statistics (a table never analysed) every lexeme finds, and the half is exact.
 - Meaning: a pair with more than SEARCH_EXACT_UP_TO messages is searched through an HNSW index
   (migration conversations/0010, built for the local models' width, 384) when the pair holds
   enough of the index; otherwise the pair's own vectors are scanned exactly. pgvector 0.6 filters
   after the index scan, so the approximate path asks the index for enough neighbours that the
   pair's share of them is still APPROXIMATE_CANDIDATES, and scans exactly when that would be
-  more than one index scan gives (hnsw.ef_search is at most 1,000: the pair must hold about a
-  quarter of the index's vectors).
+  more than one index scan gives (hnsw.ef_search is at most 1,000: the pair must hold about an
+  eighth of the index's vectors), or when the table's statistics do not yet count the pair's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
@@ -119,6 +120,7 @@ class _Statistics:
         with self._lock:
             self._shares = shares
             # One width in practice: a second model's vectors only while a re-embedding runs.
+            # Never analysed (reltuples -1): unknown, and the exact scan is used (vectors() is 0).
             total = float(vectors[0]) if vectors and vectors[0] and vectors[0] > 0 else 0.0
             self._vectors = dict.fromkeys(INDEXED_WIDTHS, total)
             self._read_at = time.monotonic()
@@ -164,6 +166,36 @@ LIMIT %(limit)s
 """
 
 
+_HELD_IN_PAIR = """
+SELECT t.lexeme, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM conversations_message m
+        JOIN conversations_conversation c ON c.id = m.conversation_id
+        WHERE m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+          AND m.search @@ quote_literal(t.lexeme)::tsquery
+        LIMIT %(enough)s
+    ) held
+)
+FROM unnest(%(lexemes)s::text[]) AS t(lexeme)
+"""
+
+
+def _held_in_pair(scope: Scope, lexemes: list[str], enough: int) -> dict[str, int]:
+    """How many of the pair's messages hold each lexeme, counted up to `enough`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HELD_IN_PAIR,
+            {
+                "team": scope.team_id,
+                "agent": scope.agent_id,
+                "person": scope.person_id,
+                "lexemes": lexemes,
+                "enough": enough,
+            },
+        )
+        return {lexeme: int(count) for lexeme, count in cursor.fetchall()}
+
+
 def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
     """Every message of the pair holding one of the scope's lexemes, scored by
     the summed inverse document frequency (over the pair) of the distinct lexemes it holds: BM25
@@ -177,7 +209,18 @@ def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
     expected = {
         lexeme: (STATISTICS.share(lexeme) or 0.0) * scope.messages if common_possible else 0.0 for lexeme in lexemes
     }
-    finding = [lexeme for lexeme in lexemes if expected[lexeme] <= settings.SEARCH_COMMON_WORD_MESSAGES]
+    threshold = settings.SEARCH_COMMON_WORD_MESSAGES
+    suspects = [lexeme for lexeme in lexemes if expected[lexeme] > threshold]
+    if suspects:
+        # The statistics cover every team's messages: a word is common only if this pair says it
+        # in more than the threshold's messages (counted up to there, no further).
+        held = _held_in_pair(scope, suspects, threshold + 1)
+        for lexeme in suspects:
+            if held[lexeme] <= threshold:
+                expected[lexeme] = 0.0
+            else:
+                expected[lexeme] = max(expected[lexeme], float(held[lexeme]))
+    finding = [lexeme for lexeme in lexemes if expected[lexeme] <= threshold]
     if not finding:  # every word is common: the least common one still finds
         finding = [min(lexemes, key=expected.__getitem__)]
     params: dict[str, int | str | float] = {
@@ -235,7 +278,10 @@ def approximate_depth(scope: Scope, width: int) -> int | None:
     pair's, or None when the exact scan is the one to use."""
     if width not in INDEXED_WIDTHS or scope.messages <= settings.SEARCH_EXACT_UP_TO:
         return None
-    share = min(1.0, scope.messages / max(STATISTICS.vectors(width), 1.0))
+    vectors = STATISTICS.vectors(width)
+    if vectors < scope.messages:  # unknown, or older than the pair's growth: the share is not known
+        return None
+    share = scope.messages / vectors
     depth = math.ceil(APPROXIMATE_CANDIDATES / share * 1.2)
     return depth if depth <= MAX_EF_SEARCH else None
 
@@ -249,8 +295,9 @@ def similar_messages(
     below = 1.0 - settings.VECTOR_FLOOR
     depth = approximate_depth(scope, width)
     if depth is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET hnsw.ef_search = {int(depth)}")
+        # SET LOCAL: the depth lasts this transaction only, never the pooled connection's next user.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(depth)}")
             cursor.execute(
                 _APPROXIMATE_SQL.format(width=int(width)),
                 {

@@ -35,8 +35,9 @@ _QUERY_FAILURES: dict[tuple[str, int, str], tuple[float, str]] = {}
 QUERY_FAILURE_MEMORY = 30.0  # seconds a failed query embedding is not retried
 _lock = threading.Lock()
 # Embeds queries beside the reads that do not need their vector yet (an embedder waits on its model
-# or the network, not on the GIL). One thread per core at most: beyond that a query waits its turn.
-_EMBEDDING = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="query-vector")
+# or the network, not on the GIL). As many at once as requests could have embedded inline before:
+# a remote embedder that hangs costs each waiting query its own timeout, not a queue of them.
+_EMBEDDING = ThreadPoolExecutor(max_workers=max(32, 4 * (os.cpu_count() or 1)), thread_name_prefix="query-vector")
 
 
 def embed_query_soon(text: str) -> Future[tuple[np.ndarray | None, str]]:

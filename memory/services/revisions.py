@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, CharField, F, Q, TextField, Value, When
 from django.db.models.functions import Cast, Concat
 
@@ -43,7 +43,16 @@ def _new_bank_version(bank_ids: list[int]) -> None:
     process drops its copy."""
     if not bank_ids:
         return
-    Bank.objects.filter(pk__in=bank_ids).update(version=F("version") + 1)
+    # Locked in id order in one statement, as every writer does: two writers raising overlapping
+    # sets of banks (a person's erasure, another person's mute of shared banks) never deadlock.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Bank._meta.db_table} SET version = version + 1
+            WHERE id IN (SELECT id FROM {Bank._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR UPDATE)
+            """,
+            [sorted(set(bank_ids))],
+        )
     transaction.on_commit(partial(forget_kept_banks, bank_ids))
 
 

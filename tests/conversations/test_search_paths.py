@@ -176,3 +176,36 @@ def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itsel
     settings.SEARCH_COMMON_WORD_MESSAGES = 10
     only_common = keyword_matches(Scope.of(tenant.agent, person, words="weather", config="english"))
     assert len(only_common) == 41  # every word common: the least common one still finds
+
+
+def test_a_word_common_in_another_teams_messages_still_finds_in_a_pair_that_rarely_says_it(
+    tenant, other_tenant, person, settings
+):
+    elsewhere = start_conversation(
+        team=other_tenant.team, agent=other_tenant.agent, person=PersonFactory(team=other_tenant.team)
+    )
+    for i in range(60):
+        record_message(conversation=elsewhere, role="user", content=f"The lighthouse keeper wrote log {i}")
+    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    for i in range(20):
+        record_message(conversation=conversation, role="user", content=f"Groceries for day {i}")
+    lighthouse = record_message(conversation=conversation, role="user", content="We toured a lighthouse once")
+    analyse()
+    settings.SEARCH_COMMON_WORD_MESSAGES = 10  # "lighthouse" is in most messages of the table, once in this pair
+    scope = Scope.of(tenant.agent, person, words="lighthouse groceries", config="english")
+    found = [row[0] for row in keyword_matches(scope)]
+    # Judged by the whole table "lighthouse" would only score; this pair says it once, so it finds.
+    assert found[0] == lighthouse.pk
+    assert len(found) == 21  # and the groceries, which the table's statistics call rare, find too
+
+
+def test_a_pair_the_statistics_do_not_count_yet_is_scanned_exactly(tenant, person, settings):
+    analyse()  # counted before any of these vectors existed
+    rng = np.random.default_rng(5)
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 60, rng.standard_normal((3, 384))))
+    settings.SEARCH_EXACT_UP_TO = 10
+    _, path = similar_messages(Scope.of(tenant.agent, person), unit(rng.standard_normal(384)), model=MODEL, width=384)
+    assert path == "exact"
+    analyse()
+    _, path = similar_messages(Scope.of(tenant.agent, person), unit(rng.standard_normal(384)), model=MODEL, width=384)
+    assert path == "approximate"
