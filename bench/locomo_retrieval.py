@@ -294,10 +294,10 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
     def make(item: Loaded):
         from unittest import mock
 
-        from conversations import queries
         from conversations.queries import rank_messages
+        from memory import vectors
 
-        embed = queries.embed_query  # type: ignore[attr-defined]  # the name rank_messages calls, patched below
+        embed = vectors.embed_query  # what rank_messages' query-embedding thread calls, patched below
 
         def remembered(text: str) -> Any:
             if text not in _QUERY_VECTORS:
@@ -306,7 +306,7 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
 
         def search(query: str) -> list[str]:
             if reuse_query_vectors:
-                with mock.patch.object(queries, "embed_query", remembered):
+                with mock.patch.object(vectors, "embed_query", remembered):
                     found = rank_messages(
                         agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking
                     )
