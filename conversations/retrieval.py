@@ -137,6 +137,8 @@ class _Statistics:
     def forget(self) -> None:
         with self._lock:
             self._read_at = -math.inf
+        with _held_lock:
+            _HELD.clear()
 
 
 STATISTICS = _Statistics()
@@ -180,20 +182,45 @@ FROM unnest(%(lexemes)s::text[]) AS t(lexeme)
 """
 
 
+# What _held_in_pair counted, kept STATISTICS_SECONDS: (team, agent, person, lexeme, enough) ->
+# (when, count). Only lexemes the whole table says are common are counted, so nothing a person
+# said that is theirs alone is kept here.
+_HELD: dict[tuple[int, int, int, str, int], tuple[float, int]] = {}
+_HELD_MAX = 50_000
+_held_lock = threading.Lock()
+
+
 def _held_in_pair(scope: Scope, lexemes: list[str], enough: int) -> dict[str, int]:
-    """How many of the pair's messages hold each lexeme, counted up to `enough`."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _HELD_IN_PAIR,
-            {
-                "team": scope.team_id,
-                "agent": scope.agent_id,
-                "person": scope.person_id,
-                "lexemes": lexemes,
-                "enough": enough,
-            },
-        )
-        return {lexeme: int(count) for lexeme, count in cursor.fetchall()}
+    """How many of the pair's messages hold each lexeme, counted up to `enough` (and kept a while:
+    a word common in a pair stays so)."""
+    now = time.monotonic()
+    pair = (scope.team_id, scope.agent_id, scope.person_id)
+    held: dict[str, int] = {}
+    with _held_lock:
+        for lexeme in lexemes:
+            kept = _HELD.get((*pair, lexeme, enough))
+            if kept is not None and now - kept[0] < STATISTICS_SECONDS:
+                held[lexeme] = kept[1]
+    missing = [lexeme for lexeme in lexemes if lexeme not in held]
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _HELD_IN_PAIR,
+                {
+                    "team": scope.team_id,
+                    "agent": scope.agent_id,
+                    "person": scope.person_id,
+                    "lexemes": missing,
+                    "enough": enough,
+                },
+            )
+            counted = {lexeme: int(count) for lexeme, count in cursor.fetchall()}
+        held.update(counted)
+        with _held_lock:
+            if len(_HELD) + len(counted) > _HELD_MAX:
+                _HELD.clear()
+            _HELD.update({(*pair, lexeme, enough): (now, count) for lexeme, count in counted.items()})
+    return held
 
 
 def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:

@@ -153,7 +153,9 @@ def test_a_pair_holding_little_of_the_index_and_a_width_without_one_are_scanned_
     assert wide == "exact"
 
 
-def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itself(tenant, person, settings):
+def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itself(
+    tenant, person, settings, django_assert_num_queries
+):
     conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
     for i in range(40):
         record_message(conversation=conversation, role="user", content=f"The weather was mild on day {i}")
@@ -166,6 +168,8 @@ def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itsel
     pruned = keyword_matches(scope)
     assert [row[0] for row in pruned] == [both.pk, zebra.pk]
     assert pruned[0][5] > pruned[1][5]  # "weather" still scores
+    with django_assert_num_queries(1):  # the statistics and the pair's count of "weather" are kept
+        assert keyword_matches(scope) == pruned
 
     settings.SEARCH_COMMON_WORD_MESSAGES = 1_000
     exact = keyword_matches(scope)
