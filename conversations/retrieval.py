@@ -98,6 +98,7 @@ class _Statistics:
         self._read_at = -math.inf
         self._shares: dict[str, float] = {}
         self._vectors: dict[int, float] = {}
+        self._messages = 0.0
 
     def _refresh(self) -> None:
         if time.monotonic() - self._read_at < STATISTICS_SECONDS:
@@ -114,11 +115,14 @@ class _Statistics:
             found = cursor.fetchone()
             cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [MessageVector._meta.db_table])
             vectors = cursor.fetchone()
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [Message._meta.db_table])
+            messages = cursor.fetchone()
         shares: dict[str, float] = {}
         if found and found[0] and found[1]:
             shares = dict(zip(found[0], (float(f) for f in found[1]), strict=False))
         with self._lock:
             self._shares = shares
+            self._messages = float(messages[0]) if messages and messages[0] and messages[0] > 0 else 0.0
             # One width in practice: a second model's vectors only while a re-embedding runs.
             # Never analysed (reltuples -1): unknown, and the exact scan is used (vectors() is 0).
             total = float(vectors[0]) if vectors and vectors[0] and vectors[0] > 0 else 0.0
@@ -129,6 +133,16 @@ class _Statistics:
         """The lexeme's share of all messages, when it is common enough to be in the statistics."""
         self._refresh()
         return self._shares.get(lexeme)
+
+    def found_in_table(self, lexemes: list[str]) -> float | None:
+        """About how many messages of the whole table hold one of these lexemes, or None when the
+        statistics cannot say (never analysed). A lexeme too rare to be in them counts as rare as
+        the rarest one that is."""
+        self._refresh()
+        if not self._messages or not self._shares:
+            return None
+        rarest = min(self._shares.values())
+        return self._messages * sum(self._shares.get(lexeme, rarest) for lexeme in lexemes)
 
     def vectors(self, width: int) -> float:
         self._refresh()
@@ -148,17 +162,37 @@ STATISTICS = _Statistics()
 # pair's count of each (counted over what was found for a finding lexeme, which is exact, since
 # every message holding it was found; estimated from the statistics for a common one); {weights}:
 # each lexeme's inverse document frequency; {score}: the sum of the weights of the lexemes held.
-_KEYWORD_SQL = """
-WITH found AS MATERIALIZED (
-    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
-    FROM conversations_message m
-    WHERE m.team_id = %(team)s AND m.search @@ ({finding})
-),
-matched AS MATERIALIZED (
-    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has}
-    FROM found x JOIN conversations_conversation c ON c.id = x.conversation_id
+# {found}: the pair's messages holding a finding lexeme, through the team's GIN index first
+# (_FOUND_IN_TEAM) or through the pair's conversations first (_FOUND_IN_PAIR), whichever reads
+# fewer rows.
+_FOUND_IN_TEAM = """
+    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, x.search
+    FROM (
+        SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
+        FROM conversations_message m
+        WHERE m.team_id = %(team)s AND m.search @@ ({finding})
+        OFFSET 0
+    ) x
+    JOIN conversations_conversation c ON c.id = x.conversation_id
     WHERE c.agent_id = %(agent)s AND c.person_id = %(person)s
-),
+"""
+_FOUND_IN_PAIR = """
+    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, x.search
+    FROM conversations_conversation c
+    CROSS JOIN LATERAL (
+        SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
+        FROM (
+            -- OFFSET 0 keeps the words out of this scan: the conversation's messages are read by
+            -- the message_recent index, never by the GIN index over every team's messages.
+            SELECT * FROM conversations_message m WHERE m.team_id = c.team_id AND m.conversation_id = c.id OFFSET 0
+        ) m
+        WHERE m.search @@ ({finding})
+    ) x
+    WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+"""
+_KEYWORD_SQL = """
+WITH found AS MATERIALIZED ({found}),
+matched AS MATERIALIZED (SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has} FROM found x),
 counts AS (SELECT {counts} FROM matched),
 weights AS MATERIALIZED (SELECT {weights} FROM counts)
 SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {score} AS score
@@ -265,8 +299,22 @@ def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
         else:
             params[f"e{i}"] = expected[lexeme]
             counts.append(f"%(e{i})s::float8 AS d{i}")
+    # A small pair is read through its conversations (no statistics needed: at most
+    # SEARCH_COMMON_WORD_MESSAGES rows). A larger one through the team's index, unless the table's
+    # statistics say that would bring in more than twice the pair's messages (a pair in a large
+    # team asking common words). Before any statistics: the pair, up to SEARCH_EXACT_UP_TO messages.
+    if scope.messages <= settings.SEARCH_COMMON_WORD_MESSAGES:
+        first = _FOUND_IN_PAIR
+    else:
+        in_team = STATISTICS.found_in_table(finding)
+        if in_team is None:  # not analysed yet: read the pair unless it is large
+            first = _FOUND_IN_PAIR if scope.messages <= settings.SEARCH_EXACT_UP_TO else _FOUND_IN_TEAM
+        else:
+            first = _FOUND_IN_PAIR if in_team > 2 * scope.messages else _FOUND_IN_TEAM
     sql = _KEYWORD_SQL.format(
-        finding=" || ".join(f"quote_literal(%(t{i})s)::tsquery" for i, x in enumerate(lexemes) if x in finding),
+        found=first.format(
+            finding=" || ".join(f"quote_literal(%(t{i})s)::tsquery" for i, x in enumerate(lexemes) if x in finding)
+        ),
         has=", ".join(f"(x.search @@ quote_literal(%(t{i})s)::tsquery)::int AS h{i}" for i in range(len(lexemes))),
         counts=", ".join(counts),
         weights=", ".join(f"ln(1 + (%(n)s - d{i} + 0.5)::float8 / (d{i} + 0.5)) AS w{i}" for i in range(len(lexemes))),
