@@ -222,7 +222,7 @@ def rank_messages(
         (pk for pk in totals if pk not in excluded),
         key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk),
     )[:limit]
-    messages = Message.objects.not_erased().select_related("conversation").in_bulk(ranked)
+    messages = Message.objects.not_erased().in_bulk(ranked)  # callers read conversation_id only
     hits = [MessageHit(message=messages[pk], score=totals[pk]) for pk in ranked if pk in messages]
     return MessageSearch(hits, degraded)
 

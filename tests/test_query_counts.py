@@ -113,7 +113,7 @@ COMPOSE = (
     + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
     + 1  # passages: the keyword search over this agent's messages with this person
     + 1  # passages: the message vectors close to the query
-    + 1  # passages: the messages found, with their conversation (in_bulk)
+    + 1  # passages: the messages found (in_bulk)
 )
 
 
