@@ -111,17 +111,18 @@ def measure(
     }
     questions = labelled["questions"]
     label = f"{language} ({len(questions)} questions; {detected}/{len(recorded)} messages read as {language})"
-    rows = []
-    for name, search in retrievers.items():
-        found = [search(question) for question, _ in questions]
-        scores = {
-            f"hit@{k}": 100
-            * sum(pks[i] in hits[:k] for (_, i), hits in zip(questions, found, strict=True))
-            / len(questions)
-            for k in KS
-        }
-        rows.append((label, name, scores))
-    return rows
+    return [
+        (label, name, _hit_rates([pks[i] for _, i in questions], [search(q) for q, _ in questions]))
+        for name, search in retrievers.items()
+    ]
+
+
+def _hit_rates(answers: list[Any], found: list[list[Any]]) -> dict[str, float]:
+    """hit@k for each k in KS: the share of questions whose answer is among the first k found."""
+    return {
+        f"hit@{k}": 100 * sum(answer in hits[:k] for answer, hits in zip(answers, found, strict=True)) / len(answers)
+        for k in KS
+    }
 
 
 type NoteRows = list[tuple[str, str, dict[str, float]]]
@@ -189,17 +190,10 @@ def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list
     }
     languages = ", ".join(f"{count} {language}" for language, count in read_as.most_common())
     title = f"{label} ({len(questions)} questions; notes read as {languages})"
-    rows = []
-    for name, search in retrievers.items():
-        found = [search(question) for question, _ in questions]
-        scores = {
-            f"hit@{k}": 100
-            * sum(answer in hits[:k] for (_, answer), hits in zip(questions, found, strict=True))
-            / len(questions)
-            for k in KS
-        }
-        rows.append((title, name, scores))
-    return rows
+    return [
+        (title, name, _hit_rates([answer for _, answer in questions], [search(q) for q, _ in questions]))
+        for name, search in retrievers.items()
+    ]
 
 
 def note_recall(scratch_team_slug: str) -> NoteRows:
