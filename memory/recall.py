@@ -2,18 +2,24 @@
 
 A recall runs in three steps, so that a bank of a thousand notes costs a few milliseconds:
 
-1. The candidates, as light rows (id, bank, key, scope refs, tags, updated_at and the hash of the
-   note's text, computed by Postgres): the same rules as the digest's visible notes (applicable
-   banks, live, unmuted, scope refs, shadowed narrowest first), tags not gating.
-2. The ranking: BM25 over each note's words, from token counts kept in this process per version of
-   a note's text (the hash) and its language, so a note is tokenised once, not on every call; and
-   cosine similarity computed by pgvector over the candidates' vectors of their present text.
+1. The candidates: the same rules as the digest's visible notes (applicable banks, live, unmuted,
+   scope refs, shadowed narrowest first), tags not gating, applied in Python to each bank as this
+   process keeps it per version of the bank (KeptBank: its live notes as light rows with the hash
+   of each note's text, their words, and their vectors as found). A recall reads only the banks'
+   versions; a bank's notes are read again when a write has raised its version or a note expired.
+2. The ranking: BM25 over each note's words, from token counts kept per version of a note's text
+   (the hash) and its language, so a note is tokenised once, and only the notes holding a word of
+   the query are scored; and cosine similarity of the vectors of the notes' present text, kept as
+   unit rows per bank (numpy; a vector not yet kept is looked up in the note index first).
+3. Only the notes returned are loaded whole.
 
 Words are read in each note's own language (Note.language, read from its text on every write:
 memory.language.note_config), and the query is read, for each note, in that note's language: the
 same word written the same way always matches, and "собаке" finds the note that says "собаку".
 Notes all in one language (most banks) rank exactly as with one reading of the query.
-3. Only the notes returned are loaded whole.
+
+`rank` and `bm25` compute the same ranking over notes a caller already holds (hybrid_rank: tests and
+benchmarks); tests check that both agree.
 """
 
 from __future__ import annotations
@@ -23,25 +29,29 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 from operator import attrgetter
 from typing import Any, Literal, NamedTuple, cast
 
+import numpy as np
 from django.conf import settings
 from django.db import connections, models
 from django.db.models import TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from memory import vectors  # the module, not its function: tests replace vectors.similarities_by_hash
 from memory.banks import applicable_banks
-from memory.indexing import NOTES
+from memory.embedders import get_embedder
+from memory.indexing import NOTES, namespace_for
 from memory.language import ENGLISH
-from memory.models import Bank, Note, OntologyNode
-from memory.queries import TurnContext, scope_refs_match, shadow
+from memory.models import Bank, CategoryMute, Note, NoteVector, OntologyNode
+from memory.queries import TurnContext, scope_refs_match
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 from memory.validation import check_scope_refs, validate_scope
@@ -74,12 +84,12 @@ class Ranked:
     degraded: list[str] = field(default_factory=list)  # layers that could not be used, e.g. "vectors"
 
 
-# --- 1. the candidates ------------------------------------------------------------------------
+# --- 1. the candidates, kept per version of each bank ------------------------------------------
 
 
 class Candidate(NamedTuple):
     """A note as recall first sees it: enough to filter, shadow, score and find its vector (a
-    tuple: a thousand of them are built per recall)."""
+    tuple: a thousand of them are kept per bank)."""
 
     pk: int
     bank_id: int
@@ -104,43 +114,181 @@ class Candidate(NamedTuple):
         )
 
 
-def candidates(
-    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
-) -> list[Candidate]:
-    """Everything the concrete scope allows, as light rows: the rules of queries.visible_notes
-    (live, unmuted for the agent, scope refs matched, shadowed narrowest bank first); tags gate the
-    digest, not recall."""
-    context = context or TurnContext()
-    scope = validate_scope(scope)
-    refs = check_scope_refs(context.refs, "context.refs")
-    banks = applicable_banks(team=team, person=person, scope=scope)
-    if not banks:
-        return []
-    rows = Note.objects.filter(team=team, bank__in=banks).live(timezone.now())
-    if agent is not None:
-        rows = rows.unmuted_for(agent, person=person)
-    light = (
-        rows.annotate(
+class _Vectors:
+    """The present vectors of a kept bank's notes under one (namespace, model, width): unit rows,
+    zero where a note has none yet (its vector is looked for again on the next recall)."""
+
+    def __init__(self, size: int, dim: int) -> None:
+        self.matrix = np.zeros((size, dim), dtype=np.float32)
+        self.present = np.zeros(size, dtype=bool)
+
+
+class KeptBank:
+    """One version of a bank as recall keeps it: its live notes as light rows, their words (token
+    counts and which notes hold each word, per language) and, as they are found, their vectors.
+
+    Valid while the bank has this version (every write that changes what the bank shows raises it,
+    in the writer's transaction: memory.services.revisions) and until the first of its notes
+    expires. The words and vectors are those of each note's present text (by its hash): nothing of
+    an earlier text, or of an erased note, is ever used again; a new version replaces this one."""
+
+    def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], terms: list[Terms],
+                 valid_until: datetime | None) -> None:  # fmt: skip
+        self.version = version
+        self.rows = rows
+        self.categories = categories
+        self.terms = terms
+        self.valid_until = valid_until
+        self.stamps = np.array([row.updated_at.timestamp() for row in rows], dtype=np.float64)
+        self.refs_free = all(not row.scope_refs for row in rows)
+        # language -> word -> the rows holding it: a query's words touch only the notes that hold them.
+        self.holding: dict[str, dict[str, list[int]]] = {}
+        for index, words in enumerate(terms):
+            by_word = self.holding.setdefault(words.language, {})
+            for word in words.counts:
+                by_word.setdefault(word, []).append(index)
+        self.vectors: dict[tuple[str, str, int], _Vectors] = {}
+        self.lock = threading.Lock()
+
+
+KEPT_NOTES = 20_000  # notes of kept banks a process holds at most (a 1,000-note bank: some 3 MB)
+_kept_banks: OrderedDict[int, KeptBank] = OrderedDict()
+_kept_mutes: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def forget_kept_banks(bank_ids: Iterable[int]) -> None:
+    """Drop what this process keeps of these banks (called once a write raising their versions
+    commits; other processes see the new versions and read the banks again)."""
+    with _kept_lock:
+        for bank_id in bank_ids:
+            _kept_banks.pop(bank_id, None)
+        _kept_mutes.clear()
+
+
+def forget_kept() -> None:
+    """Drop everything recall keeps (tests, and a benchmark's cold recall)."""
+    with _kept_lock:
+        _kept_banks.clear()
+        _kept_mutes.clear()
+
+
+def _read_bank(team: Team, bank: Bank, now: datetime) -> KeptBank:
+    rows = (
+        Note.objects.filter(team=team, bank_id=bank.pk)
+        .live(now)
+        .annotate(
             text_hash=NOTES.sql_text_hash(),
             refs=Cast("scope_refs", TextField()),
             tags=Cast("semantics", TextField()),
         )
         .order_by()
-        .values_list("pk", "bank_id", "key", "refs", "tags", "updated_at", "text_hash", "language")
+        .values_list("pk", "key", "refs", "tags", "updated_at", "text_hash", "language", "category", "expires_at")
     )
     # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
     # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
-    with connections[light.db].cursor() as cursor:
-        cursor.execute(*light.query.sql_with_params())
-        found = [
-            Candidate(pk, bank_id, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
-            for pk, bank_id, key, refs, tags, updated_at, text_hash, language in cursor.fetchall()
-        ]
-    per_bank = [
-        [c for c in found if c.bank_id == bank.pk and (not c.scope_refs or scope_refs_match(c.scope_refs, refs))]
-        for bank in banks
+    with connections[rows.db].cursor() as cursor:
+        cursor.execute(*rows.query.sql_with_params())
+        read = cursor.fetchall()
+    found = [
+        Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
+        for pk, key, refs, tags, updated_at, text_hash, language, _, _ in read
     ]
-    return shadow(per_bank)
+    expiries = [row[8] for row in read if row[8] is not None]
+    return KeptBank(
+        version=bank.version,
+        rows=found,
+        categories=[row[7] for row in read],
+        terms=_text_terms(found),
+        valid_until=min(expiries) if expiries else None,
+    )
+
+
+def _kept_bank(team: Team, bank: Bank, now: datetime) -> KeptBank:
+    """The bank as kept at its present version, read (and kept) when it is not."""
+    with _kept_lock:
+        kept = _kept_banks.get(bank.pk)
+        if kept is not None:
+            _kept_banks.move_to_end(bank.pk)
+    if kept is None or kept.version != bank.version or (kept.valid_until is not None and kept.valid_until <= now):
+        kept = _read_bank(team, bank, now)
+        with _kept_lock:
+            _kept_banks[bank.pk] = kept
+            held = sum(len(bank.rows) for bank in _kept_banks.values())
+            while held > KEPT_NOTES and len(_kept_banks) > 1:
+                _, dropped = _kept_banks.popitem(last=False)
+                held -= len(dropped.rows)
+    return kept
+
+
+def _muted(team: Team, person: Person, agent: Agent | None, banks: list[Bank]) -> frozenset[str]:
+    """The categories hidden from this agent in this person's reads. The banks a person reads are
+    theirs or shared (no one's), so only the person's own mutes apply (Note.unmuted_for); a mute
+    raises the versions of every bank its person reads, so the mutes are kept for those versions."""
+    if agent is None:
+        return frozenset()
+    where = (team.pk, person.pk, agent.pk, tuple((bank.pk, bank.version) for bank in banks))
+    with _kept_lock:
+        muted = _kept_mutes.get(where)
+    if muted is None:
+        muted = frozenset(
+            CategoryMute.objects.filter(team=team, agent=agent, person=person).values_list("category", flat=True)
+        )
+        with _kept_lock:
+            _kept_mutes[where] = muted
+            while len(_kept_mutes) > 1024:
+                _kept_mutes.popitem(last=False)
+    return muted
+
+
+@dataclass
+class Visible:
+    """A recall's candidates: each bank read (narrowest first) with the rows of it that apply."""
+
+    banks: list[tuple[KeptBank, list[int]]]
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        return [kept.rows[index] for kept, rows in self.banks for index in rows]
+
+
+def visible(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> Visible:
+    """Everything the concrete scope allows: the rules of queries.visible_notes (live, unmuted for
+    the agent, scope refs matched, shadowed narrowest bank first); tags gate the digest, not recall.
+    Read from the banks as kept per version: a recall reads the banks, and a bank's notes only
+    when it changed."""
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    now = timezone.now()
+    muted = _muted(team, person, agent, banks)
+    seen: set[str] = set()
+    out = []
+    for bank in banks:
+        kept = _kept_bank(team, bank, now)
+        rows = kept.rows
+        keep = []
+        for index, row in enumerate(rows):
+            if row.key in seen:
+                continue
+            if muted and kept.categories[index] in muted:
+                continue
+            if row.scope_refs and not scope_refs_match(row.scope_refs, refs):
+                continue
+            keep.append(index)
+        seen.update(rows[index].key for index in keep)
+        out.append((kept, keep))
+    return Visible(out)
+
+
+def candidates(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> list[Candidate]:
+    """The notes a recall ranks, as light rows (see `visible`)."""
+    return visible(team=team, person=person, agent=agent, scope=scope, context=context).candidates
 
 
 def _json[T](text: str, empty: T) -> T:
@@ -225,9 +373,9 @@ def _glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
     }
 
 
-def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
-    """Each candidate's terms: its text's (cached by hash; the text is loaded only for notes not
-    seen before, or taken from `notes` when the caller has them), plus its tags' glossary words."""
+def _text_terms(found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
+    """Each candidate's terms from its text: cached by the text's hash, the text loaded only for
+    notes not seen before (or taken from `notes` when the caller has them)."""
     cached = TERMS.get_many(c.text_hash for c in found)
     missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
     if missing:
@@ -244,17 +392,25 @@ def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = N
             cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
             if NOTES.hash_values(key, description, content) == c.text_hash:
                 TERMS.put(c.text_hash, cached[c.text_hash])
+    # A note deleted meanwhile matches nothing.
+    return [cached.get(c.text_hash, Terms({}, 0, c.language)) for c in found]
+
+
+def _glossed(terms: Terms, tags: list[str], glossary: dict[str, str]) -> Terms:
+    """A note's terms with its tags' glossary words counted as its own."""
+    gloss = tokens(" ".join(glossary.get(tag, "") for tag in tags), terms.language)
+    counts = Counter(terms.counts)
+    counts.update(gloss)
+    return Terms(dict(counts), terms.length + len(gloss), terms.language)
+
+
+def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
+    """Each candidate's terms: its text's, plus its tags' glossary words."""
     glossary = _glossaries(team, found)
-    out = []
-    for c in found:
-        terms = cached.get(c.text_hash, Terms({}, 0, c.language))  # a note deleted meanwhile matches nothing
-        if c.semantics and glossary:
-            gloss = tokens(" ".join(glossary.get(tag, "") for tag in c.semantics), c.language)
-            counts = Counter(terms.counts)
-            counts.update(gloss)
-            terms = Terms(dict(counts), terms.length + len(gloss), terms.language)
-        out.append(terms)
-    return out
+    return [
+        _glossed(terms, c.semantics, glossary) if c.semantics and glossary else terms
+        for c, terms in zip(found, _text_terms(found, notes), strict=True)
+    ]
 
 
 @dataclass
@@ -374,6 +530,203 @@ def rank(
     return scored, degraded
 
 
+# --- 4. ranking what recall keeps ---------------------------------------------------------------
+
+
+@dataclass
+class _Words:
+    """BM25 of the candidates holding a query word (by place in the candidates), as `bm25` scores them."""
+
+    scores: dict[int, float] = field(default_factory=dict)
+    matched: dict[int, set[str]] = field(default_factory=dict)
+    strengths: dict[int, float] = field(default_factory=dict)
+
+
+def _visible_words(team: Team, seen: Visible, query: str) -> _Words:
+    """`bm25` over the visible candidates, reading only those that hold a word of the query (and
+    the tagged ones, whose glossary words count as theirs): the same scores, without a pass over
+    every note. Documents are numbered by their place in seen.candidates."""
+    places: list[dict[int, int]] = []
+    start = 0
+    for _, keep in seen.banks:
+        places.append(dict(zip(keep, range(start, start + len(keep)), strict=True)))
+        start += len(keep)
+    n = start
+    tagged = [
+        (place, kept.rows[local])
+        for (kept, keep), place in zip(seen.banks, places, strict=True)
+        for local in keep
+        if kept.rows[local].semantics
+    ]
+    glossary = _glossaries(team, [row for _, row in tagged]) if tagged else {}
+    glossed: dict[int, Terms] = {}
+    if glossary:
+        for (kept, _), place in zip(seen.banks, places, strict=True):
+            for local, at in place.items():
+                row = kept.rows[local]
+                if row.semantics:
+                    glossed[at] = _glossed(kept.terms[local], row.semantics, glossary)
+    languages = {language for kept, _ in seen.banks for language in kept.holding}
+    languages.update(terms.language for terms in glossed.values())
+    read = {language: tokens(query, language) for language in languages}
+    if not n or not any(read.values()):
+        return _Words()
+    wanted_in = {language: set(terms) for language, terms in read.items()}
+    touched: dict[int, Terms] = {}
+    for (kept, _), place in zip(seen.banks, places, strict=True):
+        for language, wanted in wanted_in.items():
+            holding = kept.holding.get(language)
+            if not holding:
+                continue
+            for word in wanted:
+                for local in holding.get(word, ()):
+                    found = place.get(local)
+                    if found is not None:
+                        touched[found] = kept.terms[local]
+    touched.update(glossed)
+    df = dict.fromkeys(set().union(*wanted_in.values()), 0)
+    for terms in touched.values():
+        counts = terms.counts
+        for term in wanted_in[terms.language]:
+            if term in counts:
+                df[term] += 1
+    idf = {term: math.log((n + 1) / max(1, count)) for term, count in df.items()}
+    length = sum(kept.terms[local].length for kept, keep in seen.banks for local in keep)
+    length += sum(terms.length for terms in glossed.values())
+    length -= sum(kept.terms[local].length for (kept, _), place in zip(seen.banks, places, strict=True)
+                  for local, at in place.items() if at in glossed)  # fmt: skip
+    average = length / n or 1.0
+    totals = {language: sum(idf[term] for term in wanted) for language, wanted in wanted_in.items()}
+    repeats = {language: Counter(terms) for language, terms in read.items()}
+    words = _Words()
+    for at, document in touched.items():
+        counts, language = document.counts, document.language
+        held = {term for term in wanted_in[language] if term in counts}
+        if not held:
+            continue
+        score = 0.0
+        for term in held:
+            tf = counts[term]
+            score += (
+                repeats[language][term] * idf[term] * tf * (K1 + 1)
+                / (K1 * (1 - B + B * document.length / average) + tf)
+            )  # fmt: skip
+        total = totals[language]
+        words.scores[at] = score
+        words.matched[at] = held
+        words.strengths[at] = sum(idf[term] for term in held) / total if total > 0 else 0.0
+    top = max(words.scores.values(), default=0.0)
+    for at in words.strengths:
+        words.strengths[at] = words.scores[at] / top * words.strengths[at] if top > 0 else 0.0
+    return words
+
+
+def _present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[_Vectors]:
+    """Each bank's vectors of its present texts, the candidates' missing ones looked for first."""
+    where = (namespace_for(team.pk), model, dim)
+    found = []
+    wanted: dict[int, tuple[KeptBank, _Vectors, int]] = {}  # note id -> where its vector goes
+    for kept, keep in seen.banks:
+        with kept.lock:
+            held = kept.vectors.get(where)
+            if held is None:
+                held = kept.vectors[where] = _Vectors(len(kept.rows), dim)
+        found.append(held)
+        for local in keep:
+            if not held.present[local]:
+                wanted[kept.rows[local].pk] = (kept, held, local)
+    if wanted:
+        rows = NoteVector.objects.filter(
+            team=team,
+            namespace=where[0],
+            model=model,
+            dim=dim,
+            # One array parameter, not a placeholder per note: a thousand ids cost more to pass than to match.
+            note_id__in=RawSQL("SELECT unnest(%s::bigint[])", (list(wanted),)),
+        ).values_list("note_id", "text_hash", "embedding")
+        for note_id, hashed, embedding in rows:
+            kept, held, local = wanted[note_id]
+            if kept.rows[local].text_hash != hashed:
+                continue  # a vector of an earlier text: not this note's meaning now
+            vector = np.asarray(embedding, dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            if norm == 0:
+                continue
+            with kept.lock:
+                held.matrix[local] = vector / norm
+                held.present[local] = True
+    return found
+
+
+def _rank_visible(
+    team: Team, seen: Visible, query: str, *, mode: Mode, limit: int, vector: Future[tuple[Any, str]] | None
+) -> tuple[list[Scored], list[str]]:
+    """`rank` over what recall keeps: the first `limit` matches, best first, and the layers that
+    could not be used. The same scores: keyword strength from `_visible_words`, vector strength
+    from cosine similarity computed here over the kept unit vectors (a thousand in well under a
+    millisecond), ties broken by BM25 then the newest."""
+    found = seen.candidates
+    n = len(found)
+    if not n:
+        if vector is not None:
+            vector.cancel()
+        return [], []
+    words = _visible_words(team, seen, query) if mode != "vector" else _Words()
+    similarity = np.full(n, np.nan)
+    degraded: list[str] = []
+    if vector is not None:
+        query_vector, reason = vector.result()
+        embedder = get_embedder()
+        if query_vector is None or embedder is None:
+            degraded = ["vectors"] if reason else []
+        else:
+            unit = np.asarray(query_vector, dtype=np.float32)
+            unit = unit / (float(np.linalg.norm(unit)) or 1.0)
+            start = 0
+            for (_, keep), held in zip(seen.banks, _present_vectors(team, seen, embedder.model, embedder.dim),
+                                       strict=True):  # fmt: skip
+                if keep:
+                    rows = np.asarray(keep)
+                    scores = held.matrix[rows] @ unit
+                    similarity[start : start + len(keep)] = np.where(held.present[rows], scores, np.nan)
+                start += len(keep)
+    has_vector = ~np.isnan(similarity)
+    keyword = np.zeros(n)
+    bm25_scores = np.zeros(n)
+    for at, strength in words.strengths.items():
+        keyword[at] = KEYWORD_WEIGHT * strength
+        bm25_scores[at] = words.scores[at]
+    if mode == "vector":
+        score = np.where(has_vector, similarity, 0.0)
+        matches = has_vector
+    else:
+        score = keyword.copy()
+        if mode == "hybrid":
+            floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
+            score += np.where(has_vector, np.maximum(0.0, (similarity - floor) / (strong - floor)), 0.0)
+        matches = score > 0
+    places = np.flatnonzero(matches)
+    stamps = np.concatenate([kept.stamps[keep] for kept, keep in seen.banks]) if n else np.zeros(0)
+    order = places[np.lexsort((-stamps[places], -bm25_scores[places], -score[places]))][:limit]
+    return [
+        Scored(
+            found[at],
+            float(score[at]),
+            words.matched.get(int(at), set()),
+            float(bm25_scores[at]),
+            None if np.isnan(similarity[at]) else float(similarity[at]),
+        )
+        for at in order
+    ], degraded
+
+
+def _query_vector(query: str, mode: Mode) -> Future[tuple[Any, str]] | None:
+    """The query's vector, embedded on a thread while recall reads the banks (None: not wanted)."""
+    if mode == "bm25" or not query.strip() or get_embedder() is None:
+        return None
+    return vectors.embed_query_soon(query)
+
+
 def _load(ids: list[int]) -> dict[int, Note]:
     return Note.objects.select_related("bank").in_bulk(ids)
 
@@ -411,8 +764,14 @@ def recall_memories(
     context: TurnContext | None = None,
     mode: Mode = "hybrid",
 ) -> Ranked:
-    found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    scored, degraded = rank(team, found, query, mode=mode)
+    vector = _query_vector(query, mode)
+    try:
+        shown = visible(team=team, person=person, agent=agent, scope=scope, context=context)
+    except BaseException:
+        if vector is not None:
+            vector.cancel()
+        raise
+    scored, degraded = _rank_visible(team, shown, query, mode=mode, limit=limit, vector=vector)
     return Ranked(_hits(scored, limit), degraded)
 
 
@@ -489,9 +848,15 @@ def recall_bundle(
     No note contributes more than max_per_source characters (a longer one is cut and marked
     truncated); what does not fit the budget is listed in `omitted`, never dropped silently.
     """
-    found = candidates(team=team, person=person, agent=agent, scope=scope, context=context)
-    by_key = {c.key: c.pk for c in found}
-    scored, degraded = rank(team, found, query)
+    vector = _query_vector(query, "hybrid")
+    try:
+        shown = visible(team=team, person=person, agent=agent, scope=scope, context=context)
+    except BaseException:
+        if vector is not None:
+            vector.cancel()
+        raise
+    by_key = {c.key: c.pk for c in shown.candidates}
+    scored, degraded = _rank_visible(team, shown, query, mode="hybrid", limit=seeds, vector=vector)
     ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(scored, seeds)]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]

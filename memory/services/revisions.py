@@ -15,6 +15,7 @@ from django.db.models.functions import Cast, Concat
 
 from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
+from memory import recall
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import forget_kept_banks
 from memory.text import normalize_key
@@ -39,8 +40,8 @@ class Actor:
 
 def _new_bank_version(bank_ids: list[int]) -> None:
     """A change to what these banks show: raise their versions in the writer's transaction, so that
-    once it commits no process uses what it kept of them (memory.queries.turn_notes), and this
-    process drops its copy."""
+    once it commits no process uses what it kept of them (memory.queries.turn_notes, memory.recall's
+    kept banks), and this process drops its copy."""
     if not bank_ids:
         return
     # Locked in id order in one statement, as every writer does: two writers raising overlapping
@@ -54,6 +55,7 @@ def _new_bank_version(bank_ids: list[int]) -> None:
             [sorted(set(bank_ids))],
         )
     transaction.on_commit(partial(forget_kept_banks, bank_ids))
+    transaction.on_commit(partial(recall.forget_kept_banks, bank_ids))
 
 
 def _log(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import OntologyNode
-from memory.recall import TERMS, Terms, bm25, candidates, recall_bundle, recall_memories
+from memory.recall import TERMS, Terms, bm25, candidates, forget_kept, recall_bundle, recall_memories
 from memory.services import edit_note, remember
 from tests.factories import note_fields
 
@@ -25,13 +25,19 @@ def test_an_edited_note_is_found_by_its_new_words_only(tenant, person, actor):
     assert keys(tenant, person, "Bergen") == ["home-city"]
 
 
-def test_words_are_read_from_the_database_once_per_version_of_a_note(tenant, person, actor, django_assert_num_queries):
+def test_a_bank_is_read_once_per_version_and_words_once_per_version_of_a_note(tenant, person, actor, django_assert_num_queries):
     remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo."))
     TERMS.clear()
-    # banks, candidates, the missing notes' text, the hits
-    with django_assert_num_queries(4):
+    forget_kept()
+    # banks, the agent's mutes, the bank's notes, the missing notes' text, the hits
+    with django_assert_num_queries(5):
         assert keys(tenant, person, "Oslo") == ["home-city"]
-    with django_assert_num_queries(3):
+    # banks, the hits: the bank is kept at its version, and its words with it
+    with django_assert_num_queries(2):
+        assert keys(tenant, person, "Oslo") == ["home-city"]
+    forget_kept()
+    # banks, the agent's mutes, the bank's notes: the words are kept by the hash of the note's text
+    with django_assert_num_queries(4):
         assert keys(tenant, person, "Oslo") == ["home-city"]
 
 
