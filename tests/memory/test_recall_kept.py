@@ -18,7 +18,23 @@ from tests.factories import note_fields, written
 
 pytestmark = pytest.mark.django_db
 
-WORDS = "oslo bergen cat dog piano violin garden coffee train river mountain winter summer book film".split()
+WORDS = [
+    "oslo",
+    "bergen",
+    "cat",
+    "dog",
+    "piano",
+    "violin",
+    "garden",
+    "coffee",
+    "train",
+    "river",
+    "mountain",
+    "winter",
+    "summer",
+    "book",
+    "film",
+]
 
 
 def recalled(tenant, person, query, **kwargs):
