@@ -25,7 +25,9 @@ def test_an_edited_note_is_found_by_its_new_words_only(tenant, person, actor):
     assert keys(tenant, person, "Bergen") == ["home-city"]
 
 
-def test_a_bank_is_read_once_per_version_and_words_once_per_version_of_a_note(tenant, person, actor, django_assert_num_queries):
+def test_a_bank_is_read_once_per_version_and_words_once_per_version_of_a_note(
+    tenant, person, actor, django_assert_num_queries
+):
     remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo."))
     TERMS.clear()
     forget_kept()
