@@ -15,7 +15,6 @@ from django.db.models.functions import Cast, Concat
 
 from accounts.models import Agent, Person, Team
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
-from memory import recall
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import forget_kept_banks
 from memory.text import normalize_key
@@ -41,7 +40,7 @@ class Actor:
 def _new_bank_version(bank_ids: list[int]) -> None:
     """A change to what these banks show: raise their versions in the writer's transaction, so that
     once it commits no process uses what it kept of them (memory.queries.turn_notes, memory.recall's
-    kept banks), and this process drops its copy."""
+    kept banks: each compares the versions it reads), and this process drops its turn notes."""
     if not bank_ids:
         return
     # Locked in id order in one statement, as every writer does: two writers raising overlapping
@@ -55,7 +54,6 @@ def _new_bank_version(bank_ids: list[int]) -> None:
             [sorted(set(bank_ids))],
         )
     transaction.on_commit(partial(forget_kept_banks, bank_ids))
-    transaction.on_commit(partial(recall.forget_kept_banks, bank_ids))
 
 
 def _log(

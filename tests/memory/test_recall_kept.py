@@ -119,3 +119,21 @@ def test_another_process_s_write_is_seen_by_the_bank_s_new_version(tenant, perso
     Bank.objects.update(version=F("version") + 1)
     assert recalled(tenant, person, "Oslo", mode="bm25") == []
     assert recalled(tenant, person, "Bergen", mode="bm25") == ["home"]
+
+
+def test_a_write_costs_the_next_recall_the_written_note_s_vector_only(tenant, person, actor, index_inline):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with index_inline():
+        kept = [written(remember(team=tenant.team, person=person, actor=actor, **note_fields(key=f"n{i}")))
+                for i in range(3)]  # fmt: skip
+    assert len(recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo").hits) == 3
+    new = written(remember(team=tenant.team, person=person, actor=actor, **note_fields(key="new")))
+    with CaptureQueriesContext(connection) as queries:
+        found = recall_memories(team=tenant.team, person=person, agent=tenant.agent, query="Oslo")
+    assert {hit.note.pk for hit in found.hits} == {new.pk, *(note.pk for note in kept)}
+    [looked_up] = [q["sql"] for q in queries.captured_queries if "vector_send" in q["sql"]]
+    asked = looked_up[looked_up.index("ANY(") :]
+    assert str(new.pk) in asked
+    assert not any(f"{note.pk}," in asked or f"{note.pk}}}" in asked or f"{note.pk}]" in asked for note in kept)
