@@ -40,6 +40,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, connections, models
 from django.db.models import TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -124,30 +125,39 @@ class _Vectors:
 
 class KeptBank:
     """One version of a bank as recall keeps it: its live notes as light rows, their words (token
-    counts and which notes hold each word, per language) and, as they are found, their vectors.
+    counts, and for each word of a query the notes that hold it) and, as they are found, their vectors.
 
     Valid while the bank has this version (every write that changes what the bank shows raises it,
     in the writer's transaction: memory.services.revisions) and until the first of its notes
     expires. The words and vectors are those of each note's present text (by its hash): nothing of
-    an earlier text, or of an erased note, is ever used again; a new version replaces this one."""
+    an earlier text, or of an erased note, is ever used again; a new version replaces this one,
+    taking over what it kept of the notes no write touched since (by each row's version: `marks`)."""
 
     def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], terms: list[Terms],
-                 valid_until: datetime | None) -> None:  # fmt: skip
+                 expiries: list[datetime | None], marks: list[str]) -> None:  # fmt: skip
         self.version = version
         self.rows = rows
         self.categories = categories
         self.terms = terms
-        self.valid_until = valid_until
+        self.expiries = expiries
+        self.marks = marks  # each row's version (its xmin and updated_at): unchanged, it is taken over
+        known = [expiry for expiry in expiries if expiry is not None]
+        self.valid_until = min(known) if known else None
         self.stamps = np.array([row.updated_at.timestamp() for row in rows], dtype=np.float64)
-        self.refs_free = all(not row.scope_refs for row in rows)
-        # language -> word -> the rows holding it: a query's words touch only the notes that hold them.
-        self.holding: dict[str, dict[str, list[int]]] = {}
-        for index, words in enumerate(terms):
-            by_word = self.holding.setdefault(words.language, {})
-            for word in words.counts:
-                by_word.setdefault(word, []).append(index)
+        self.languages = {words.language for words in terms}
+        self._holding: dict[tuple[str, str], list[int]] = {}
         self.vectors: dict[tuple[str, str, int], _Vectors] = {}
         self.lock = threading.Lock()
+
+    def holding(self, language: str, word: str) -> list[int]:
+        """The rows whose words, read in `language`, include `word` (looked for once per word)."""
+        found = self._holding.get((language, word))
+        if found is None:
+            found = [i for i, words in enumerate(self.terms) if word in words.counts and words.language == language]
+            if len(self._holding) > 50_000:
+                self._holding.clear()
+            self._holding[(language, word)] = found
+        return found
 
 
 KEPT_NOTES = 20_000  # notes of kept banks a process holds at most (a 1,000-note bank: some 3 MB)
@@ -163,56 +173,93 @@ def forget_kept() -> None:
         _kept_mutes.clear()
 
 
+# Each live note of a bank with its row's version: the xmin of the row (the transaction that last
+# wrote it) and its updated_at (for two writes of one row in one transaction).
+_MARK = "xmin::text || ' ' || updated_at::text"
+_MARKS = f"""
+SELECT id, {_MARK} FROM {{note}}
+WHERE team_id = %(team)s AND bank_id = %(bank)s AND (expires_at IS NULL OR expires_at > %(now)s)
+"""
+
+
 def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) -> KeptBank:
-    rows = (
-        Note.objects.filter(team=team, bank_id=bank.pk)
-        .live(now)
-        .annotate(
-            text_hash=NOTES.sql_text_hash(),
-            refs=Cast("scope_refs", TextField()),
-            tags=Cast("semantics", TextField()),
+    """The bank at its present version: its notes' versions first, then only the notes written
+    since `earlier` was read (every note, without one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MARKS.format(note=Note._meta.db_table), {"team": team.pk, "bank": bank.pk, "now": now})
+        marks = cursor.fetchall()
+    place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
+    same = {
+        pk: at
+        for pk, mark in marks
+        if (at := place.get(pk)) is not None and earlier is not None and earlier.marks[at] == mark
+    }
+    fresh: dict[int, tuple[Candidate, str, datetime | None, str]] = {}
+    if len(same) < len(marks):
+        rows = (
+            Note.objects.filter(team=team, bank_id=bank.pk, pk__in=[pk for pk, _ in marks if pk not in same])
+            .live(now)
+            .annotate(
+                text_hash=NOTES.sql_text_hash(),
+                refs=Cast("scope_refs", TextField()),
+                tags=Cast("semantics", TextField()),
+                mark=RawSQL(_MARK, ()),
+            )
+            .order_by()
+            .values_list(
+                "pk", "key", "refs", "tags", "updated_at", "text_hash", "language", "category", "expires_at", "mark"
+            )
         )
-        .order_by()
-        .values_list("pk", "key", "refs", "tags", "updated_at", "text_hash", "language", "category", "expires_at")
-    )
-    # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
-    # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
-    with connections[rows.db].cursor() as cursor:
-        cursor.execute(*rows.query.sql_with_params())
-        read = cursor.fetchall()
-    found = [
-        Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
-        for pk, key, refs, tags, updated_at, text_hash, language, _, _ in read
-    ]
-    expiries = [row[8] for row in read if row[8] is not None]
+        # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
+        # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
+        with connections[rows.db].cursor() as cursor:
+            cursor.execute(*rows.query.sql_with_params())
+            for pk, key, refs, tags, updated_at, text_hash, language, category, expires_at, mark in cursor.fetchall():
+                row = Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
+                fresh[pk] = (row, category, expires_at, mark)
+    read = _text_terms([row for row, _, _, _ in fresh.values()])
+    fresh_terms = {row.pk: terms for (row, _, _, _), terms in zip(fresh.values(), read, strict=True)}
+    rows_out: list[Candidate] = []
+    categories: list[str] = []
+    terms: list[Terms] = []
+    expiries: list[datetime | None] = []
+    kept_marks: list[str] = []
+    taken: list[tuple[int, int]] = []  # (row here, row in earlier) of each note taken over
+    for pk, _ in marks:
+        at = same.get(pk)
+        if at is not None and earlier is not None:
+            taken.append((len(rows_out), at))
+            rows_out.append(earlier.rows[at])
+            categories.append(earlier.categories[at])
+            terms.append(earlier.terms[at])
+            expiries.append(earlier.expiries[at])
+            kept_marks.append(earlier.marks[at])
+        elif pk in fresh:  # not deleted between the two reads
+            row, category, expires_at, mark = fresh[pk]
+            rows_out.append(row)
+            categories.append(category)
+            terms.append(fresh_terms[pk])
+            expiries.append(expires_at)
+            kept_marks.append(mark)
     kept = KeptBank(
-        version=bank.version,
-        rows=found,
-        categories=[row[7] for row in read],
-        terms=_text_terms(found),
-        valid_until=min(expiries) if expiries else None,
+        version=bank.version, rows=rows_out, categories=categories, terms=terms, expiries=expiries, marks=kept_marks
     )
-    if earlier is not None:
-        _carry_vectors(earlier, kept)
+    if earlier is not None and taken:
+        _carry_vectors(earlier, kept, taken)
     return kept
 
 
-def _carry_vectors(earlier: KeptBank, kept: KeptBank) -> None:
-    """The vectors an earlier version of the bank held for notes whose text is unchanged (a vector
-    is of one text, by its hash): a write costs the next recall one note's vector, not the bank's."""
+def _carry_vectors(earlier: KeptBank, kept: KeptBank, taken: list[tuple[int, int]]) -> None:
+    """The vectors an earlier version of the bank held for the notes taken over (unchanged, so of
+    the same text): a write costs the next recall one note's vector, not the bank's."""
     with earlier.lock:
         held = list(earlier.vectors.items())
-        place = {(row.pk, row.text_hash): index for index, row in enumerate(earlier.rows)}
-    pairs = [(index, place.get((row.pk, row.text_hash))) for index, row in enumerate(kept.rows)]
-    pairs = [(new, old) for new, old in pairs if old is not None]
-    if not pairs:
-        return
-    new_rows = np.array([new for new, _ in pairs])
-    old_rows = np.array([old for _, old in pairs])
+    here = np.array([new for new, _ in taken])
+    there = np.array([old for _, old in taken])
     for where, found in held:
         carried = _Vectors(len(kept.rows), found.matrix.shape[1])
-        carried.matrix[new_rows] = found.matrix[old_rows]
-        carried.present[new_rows] = found.present[old_rows]
+        carried.matrix[here] = found.matrix[there]
+        carried.present[here] = found.present[there]
         kept.vectors[where] = carried
 
 
@@ -578,7 +625,7 @@ def _visible_words(team: Team, seen: Visible, query: str) -> _Words:
                 row = kept.rows[local]
                 if row.semantics:
                     glossed[at] = _glossed(kept.terms[local], row.semantics, glossary)
-    languages = {language for kept, _ in seen.banks for language in kept.holding}
+    languages = {language for kept, _ in seen.banks for language in kept.languages}
     languages.update(terms.language for terms in glossed.values())
     read = {language: tokens(query, language) for language in languages}
     if not n or not any(read.values()):
@@ -587,11 +634,10 @@ def _visible_words(team: Team, seen: Visible, query: str) -> _Words:
     touched: dict[int, Terms] = {}
     for (kept, _), place in zip(seen.banks, places, strict=True):
         for language, wanted in wanted_in.items():
-            holding = kept.holding.get(language)
-            if not holding:
+            if language not in kept.languages:
                 continue
             for word in wanted:
-                for local in holding.get(word, ()):
+                for local in kept.holding(language, word):
                     found = place.get(local)
                     if found is not None:
                         touched[found] = kept.terms[local]

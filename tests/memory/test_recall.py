@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.db.models import F
 
-from memory.models import OntologyNode
+from memory.models import Bank, OntologyNode
 from memory.recall import TERMS, Terms, bm25, candidates, forget_kept, recall_bundle, recall_memories
 from memory.services import edit_note, remember
 from tests.factories import note_fields
@@ -31,15 +32,19 @@ def test_a_bank_is_read_once_per_version_and_words_once_per_version_of_a_note(
     remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo."))
     TERMS.clear()
     forget_kept()
-    # banks, the agent's mutes, the bank's notes, the missing notes' text, the hits
-    with django_assert_num_queries(5):
+    # banks, the agent's mutes, the bank's notes' versions, their rows, the missing notes' text, the hits
+    with django_assert_num_queries(6):
         assert keys(tenant, person, "Oslo") == ["home-city"]
     # banks, the hits: the bank is kept at its version, and its words with it
     with django_assert_num_queries(2):
         assert keys(tenant, person, "Oslo") == ["home-city"]
-    forget_kept()
-    # banks, the agent's mutes, the bank's notes: the words are kept by the hash of the note's text
+    Bank.objects.update(version=F("version") + 1)
+    # banks, mutes, the notes' versions: none changed, so every row is taken over
     with django_assert_num_queries(4):
+        assert keys(tenant, person, "Oslo") == ["home-city"]
+    forget_kept()
+    # banks, the agent's mutes, versions, rows: the words are kept by the hash of the note's text
+    with django_assert_num_queries(5):
         assert keys(tenant, person, "Oslo") == ["home-city"]
 
 
