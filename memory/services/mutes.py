@@ -8,11 +8,11 @@ from django.db.models import Q
 from accounts.models import Agent, Person
 from memory.exceptions import InvalidNote, NoteNotFound
 from memory.models import Bank, CategoryMute
-from memory.services.revisions import _new_bank_version
+from memory.services.revisions import new_bank_version
 from memory.validation import check_category
 
 
-def _banks_they_read(person: Person) -> list[int]:
+def banks_they_read(person: Person) -> list[int]:
     """A mute changes what the person's turns see in every bank they read: their own banks and the
     team's shared ones (a new version of a shared bank costs its other readers one fresh read)."""
     return list(
@@ -33,7 +33,7 @@ def mute_category(*, person: Person, agent: Agent, category: str) -> CategoryMut
         team_id=person.team_id, person=person, agent=agent, category=normalized
     )
     if created:
-        _new_bank_version(_banks_they_read(person))
+        new_bank_version(banks_they_read(person))
     return mute
 
 
@@ -43,4 +43,4 @@ def unmute_category(*, person: Person, agent: Agent, category: str) -> None:
         team_id=person.team_id, person=person, agent=agent, category=check_category(category)
     ).delete()
     if deleted:
-        _new_bank_version(_banks_they_read(person))
+        new_bank_version(banks_they_read(person))

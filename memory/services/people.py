@@ -22,9 +22,9 @@ from memory import person_data
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.queries import CONTENT_ACTIONS, shared_notes_about
 from memory.services import reads
-from memory.services.mutes import _banks_they_read
+from memory.services.mutes import banks_they_read
 from memory.services.notes import edit_note, erase_note
-from memory.services.revisions import ERASED_REASON, Actor, _new_bank_version
+from memory.services.revisions import ERASED_REASON, Actor, new_bank_version
 
 
 @dataclass
@@ -151,7 +151,7 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
         else:
             report.shared_notes_redacted += 1
     report.revisions = _blank_their_revisions(team, person)
-    _new_bank_version(_banks_they_read(person))  # their mutes go: what their turns see changes
+    new_bank_version(banks_they_read(person))  # their mutes go: what their turns see changes
     report.mutes = CategoryMute.objects.filter(team=team, person=person).delete()[1].get("memory.CategoryMute", 0)
     for section in person_data.sections():
         report.sections.update(section.erase(team, person))

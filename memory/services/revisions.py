@@ -37,7 +37,7 @@ class Actor:
         return cls(Revision.Actor.AGENT, agent.slug, request_id)
 
 
-def _new_bank_version(bank_ids: list[int]) -> None:
+def new_bank_version(bank_ids: list[int]) -> None:
     """A change to what these banks show: raise their versions in the writer's transaction, so that
     once it commits no process uses what it kept of them (memory.queries.turn_notes, memory.recall's
     kept banks: each compares the versions it reads), and this process drops its turn notes."""
@@ -69,7 +69,7 @@ def _log(
     subject: Person | None = None,
 ) -> Revision:
     if bank.pk:
-        _new_bank_version([bank.pk])
+        new_bank_version([bank.pk])
     # A shared bank belongs to no one, so its events name the person the write was about (the
     # subject of the call), which is how a person's export and erasure find what was said of them there.
     return Revision.objects.create(
