@@ -26,6 +26,7 @@ from config.errors import error_body
 
 logger = logging.getLogger(__name__)
 
+# The ASGI types, named once for every ASGI wrapper here and in config/mcp.py.
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

@@ -19,7 +19,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -35,7 +35,7 @@ from starlette.requests import HTTPConnection
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
-from config.bodylimit import read_body, replaying
+from config.bodylimit import AsgiApp, Receive, Scope, Send, read_body, replaying
 from config.errors import STATUS_BY_CODE, error_body
 from config.exceptions import DomainError
 from config.ratelimit import api_key_retry_after, api_key_throttled
@@ -46,11 +46,6 @@ from memory.tools import REGISTRY, ToolContext
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
 # Where the HTTP mount leaves the request's authenticated key for the tool handler to read.
