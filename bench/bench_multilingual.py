@@ -161,13 +161,16 @@ def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list
         return search
 
     def read_with(read: Callable[..., list[str]], search: Callable[[str], list[str]], query: str) -> list[str]:
-        # Recall's tokens replaced for one search; the words it kept meanwhile are dropped after.
+        # Recall's tokens replaced for one search; the words it kept meanwhile (by text, and with
+        # each bank) are dropped after.
         with mock.patch.object(recall, "tokens", read):
             TERMS.clear()
+            recall.forget_kept()
             try:
                 return search(query)
             finally:
                 TERMS.clear()
+                recall.forget_kept()
 
     def as_english(search: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
         # Before: every note, and the query, read as English.
