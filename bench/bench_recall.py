@@ -192,8 +192,9 @@ def unsettled(
             if before == "write":  # one note rewritten, as a remember between two recalls
                 remember(team=team, person=bank.person, actor=actor, bank=BankModel.Kind.GLOBAL, key="bench-churn",
                          description="A note rewritten before each recall", content=f"Churn number {i}.")  # fmt: skip
-            else:
+            else:  # nothing kept: neither the bank nor its notes' words
                 recall.forget_kept()
+                recall.TERMS.clear()
             start = time.perf_counter()
             got[i] = call(asked[i % len(asked)].text)
             samples.append(time.perf_counter() - start)

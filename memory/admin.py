@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
@@ -16,7 +17,15 @@ from django_stubs_ext import WithAnnotations
 from accounts.admin import PersonAdmin
 from accounts.models import Person
 from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
-from memory.services import Actor, clear_latch, delete_note, erase_person, update_bank_settings
+from memory.services import (
+    Actor,
+    clear_latch,
+    delete_note,
+    erase_person,
+    mute_category,
+    unmute_category,
+    update_bank_settings,
+)
 
 
 def _admin_actor(request: HttpRequest) -> Actor:
@@ -139,12 +148,43 @@ class OntologyNodeAdmin(admin.ModelAdmin[OntologyNode]):
     list_select_related = ["parent", "team"]
 
 
+class CategoryMuteForm(ModelForm[CategoryMute]):
+    class Meta:
+        model = CategoryMute
+        fields = ["person", "agent", "category"]  # the team is the person's
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        person, agent = cleaned.get("person"), cleaned.get("agent")
+        if person is not None and agent is not None and person.team_id != agent.team_id:
+            raise ValidationError("That agent is not in this person's team: choose one of the person's team.")
+        return cleaned
+
+
 @admin.register(CategoryMute)
 class CategoryMuteAdmin(admin.ModelAdmin[CategoryMute]):
+    """Mutes are added and removed through the services, which tell every turn and recall that
+    what the person's banks show changed (a new bank version); a mute is never edited in place."""
+
+    form = CategoryMuteForm
     list_display = ["person", "agent", "category", "team", "created_at"]
     list_filter = ["team", "agent"]
     search_fields = ["person__external_id", "category"]
     list_select_related = ["person", "agent", "team"]
+
+    def has_change_permission(self, request: HttpRequest, obj: CategoryMute | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: CategoryMute, form: ModelForm[CategoryMute], change: bool) -> None:
+        saved = mute_category(person=obj.person, agent=obj.agent, category=obj.category)
+        obj.pk = saved.pk
+
+    def delete_model(self, request: HttpRequest, obj: CategoryMute) -> None:
+        unmute_category(person=obj.person, agent=obj.agent, category=obj.category)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[CategoryMute]) -> None:
+        for mute in queryset.select_related("person", "agent"):
+            self.delete_model(request, mute)
 
 
 # People are accounts' model; erasing one is memory's service (accounts may not import memory),

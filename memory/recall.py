@@ -45,7 +45,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from memory import vectors  # the module, not its function: tests replace vectors.similarities_by_hash
+from memory import vectors
 from memory.banks import applicable_banks
 from memory.embedders import get_embedder
 from memory.indexing import NOTES, namespace_for
@@ -166,6 +166,15 @@ _kept_mutes: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
 _kept_lock = threading.Lock()
 
 
+def forget_kept_banks(bank_ids: Iterable[int]) -> None:
+    """Drop what this process keeps of these banks (a person's erasure, once it commits: their
+    banks are gone, and nothing of them should stay in memory until it ages out)."""
+    with _kept_lock:
+        for bank_id in bank_ids:
+            _kept_banks.pop(bank_id, None)
+        _kept_mutes.clear()
+
+
 def forget_kept() -> None:
     """Drop everything recall keeps (tests, and a benchmark's cold recall)."""
     with _kept_lock:
@@ -252,15 +261,14 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
 def _carry_vectors(earlier: KeptBank, kept: KeptBank, taken: list[tuple[int, int]]) -> None:
     """The vectors an earlier version of the bank held for the notes taken over (unchanged, so of
     the same text): a write costs the next recall one note's vector, not the bank's."""
-    with earlier.lock:
-        held = list(earlier.vectors.items())
     here = np.array([new for new, _ in taken])
     there = np.array([old for _, old in taken])
-    for where, found in held:
-        carried = _Vectors(len(kept.rows), found.matrix.shape[1])
-        carried.matrix[here] = found.matrix[there]
-        carried.present[here] = found.present[there]
-        kept.vectors[where] = carried
+    with earlier.lock:  # not while another recall fills a row in: a row and its flag go together
+        for where, found in earlier.vectors.items():
+            carried = _Vectors(len(kept.rows), found.matrix.shape[1])
+            carried.matrix[here] = found.matrix[there]
+            carried.present[here] = found.present[there]
+            kept.vectors[where] = carried
 
 
 def _kept_bank(team: Team, bank: Bank, now: datetime) -> KeptBank:
@@ -273,11 +281,19 @@ def _kept_bank(team: Team, bank: Bank, now: datetime) -> KeptBank:
         kept = _read_bank(team, bank, now, kept)
         with _kept_lock:
             _kept_banks[bank.pk] = kept
-            held = sum(len(bank.rows) for bank in _kept_banks.values())
-            while held > KEPT_NOTES and len(_kept_banks) > 1:
-                _, dropped = _kept_banks.popitem(last=False)
-                held -= len(dropped.rows)
     return kept
+
+
+def _bound(in_use: set[int]) -> None:
+    """Drop the least recently read banks while more than KEPT_NOTES notes are kept, never one the
+    recall in progress reads (a recall over banks larger than the bound keeps them all)."""
+    with _kept_lock:
+        held = sum(len(kept.rows) for kept in _kept_banks.values())
+        for bank_id in list(_kept_banks):
+            if held <= KEPT_NOTES:
+                break
+            if bank_id not in in_use:
+                held -= len(_kept_banks.pop(bank_id).rows)
 
 
 def _muted(team: Team, person: Person, agent: Agent | None, banks: list[Bank]) -> frozenset[str]:
@@ -340,6 +356,7 @@ def visible(
             keep.append(index)
         seen.update(rows[index].key for index in keep)
         out.append((kept, keep))
+    _bound({bank.pk for bank in banks})
     return Visible(out)
 
 
@@ -747,12 +764,14 @@ def _rank_visible(
             unit = np.asarray(query_vector, dtype=np.float32)
             unit = unit / (float(np.linalg.norm(unit)) or 1.0)
             start = 0
-            for (_, keep), held in zip(seen.banks, _present_vectors(team, seen, embedder.model, embedder.dim),
-                                       strict=True):  # fmt: skip
+            for (kept, keep), held in zip(seen.banks, _present_vectors(team, seen, embedder.model, embedder.dim),
+                                          strict=True):  # fmt: skip
                 if keep:
                     rows = np.asarray(keep)
-                    scores = held.matrix[rows] @ unit
-                    similarity[start : start + len(keep)] = np.where(held.present[rows], scores, np.nan)
+                    with kept.lock:  # each row read with its flag
+                        scores = held.matrix[rows] @ unit
+                        present = held.present[rows]
+                    similarity[start : start + len(keep)] = np.where(present, scores, np.nan)
                 start += len(keep)
     has_vector = ~np.isnan(similarity)
     keyword = np.zeros(n)

@@ -9,6 +9,7 @@ theirs. The revision log keeps its events (who, when, which action) with their c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -18,7 +19,7 @@ from django.db.models.functions import Cast, Concat
 from accounts.models import Person, Team
 from accounts.services import delete_person, tombstone_person
 from config.exceptions import NotFound
-from memory import person_data
+from memory import person_data, recall
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.queries import CONTENT_ACTIONS, shared_notes_about
 from memory.services import reads
@@ -157,7 +158,10 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
         report.sections.update(section.erase(team, person))
     report.sections["reads"] = reads.erase_reads_of_person(team=team, person=person)
     # The banks are empty now; their events keep the bank id (bank_ref) when the row goes.
+    theirs = list(Bank.objects.filter(team=team, person=person).values_list("pk", flat=True))
     report.banks = Bank.objects.filter(team=team, person=person).delete()[1].get("memory.Bank", 0)
+    # No recall reads these banks again: this process lets go of what it kept of them at once.
+    transaction.on_commit(partial(recall.forget_kept_banks, theirs))
     if hard:
         # The events stay, but no longer name the person: their id leaves the bank ids too.
         for bank_ref in set(Revision.objects.filter(team=team, person=person).values_list("bank_ref", flat=True)):

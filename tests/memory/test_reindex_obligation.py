@@ -103,6 +103,8 @@ NOT_NOTE_WRITERS = {
     "get_or_create_bank": "creates banks, not notes",
     "daily_key": "pure",
     "record_refused_call": "the revision log only",
+    "new_bank_version": "bank versions only (the writers' shared step)",
+    "banks_they_read": "reads bank ids",
     "record_read": "the retrieval audit only",
     "pending_reads": "the retrieval audit only (a count)",
     "flush_reads": "the retrieval audit only",
