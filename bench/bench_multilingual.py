@@ -130,11 +130,12 @@ type NoteRows = list[tuple[str, str, dict[str, float]]]
 
 def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list[list[str]]) -> NoteRows:
     from accounts.services import create_agent, create_team, get_or_create_person
-    from memory import recall
+    from memory import kept_banks, recall
     from memory.indexing import NOTES
+    from memory.kept_banks import TERMS
     from memory.language import ENGLISH, text_search_config
     from memory.models import Bank, Note
-    from memory.recall import TERMS, recall_memories
+    from memory.recall import recall_memories
     from memory.services import Actor, remember
     from memory.text import tokens
 
@@ -163,14 +164,14 @@ def measure_notes(slug: str, label: str, notes: list[list[str]], questions: list
     def read_with(read: Callable[..., list[str]], search: Callable[[str], list[str]], query: str) -> list[str]:
         # Recall's tokens replaced for one search; the words it kept meanwhile (by text, and with
         # each bank) are dropped after.
-        with mock.patch.object(recall, "tokens", read):
+        with mock.patch.object(recall, "tokens", read), mock.patch.object(kept_banks, "tokens", read):
             TERMS.clear()
-            recall.forget_kept()
+            kept_banks.forget_kept()
             try:
                 return search(query)
             finally:
                 TERMS.clear()
-                recall.forget_kept()
+                kept_banks.forget_kept()
 
     def as_english(search: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
         # Before: every note, and the query, read as English.

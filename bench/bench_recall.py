@@ -175,7 +175,7 @@ def unsettled(
     """recall_memories when what a process keeps of the bank does not serve: right after a write to
     the bank (its new version read again, the unchanged notes' vectors carried over), and a
     process's first recall of the bank (nothing kept). Only the recall is timed; query vectors cached."""
-    from memory import recall
+    from memory import kept_banks
     from memory.models import Bank as BankModel
     from memory.services import Actor, delete_note, remember
 
@@ -193,8 +193,8 @@ def unsettled(
                 remember(team=team, person=bank.person, actor=actor, bank=BankModel.Kind.GLOBAL, key="bench-churn",
                          description="A note rewritten before each recall", content=f"Churn number {i}.")  # fmt: skip
             else:  # nothing kept: neither the bank nor its notes' words
-                recall.forget_kept()
-                recall.TERMS.clear()
+                kept_banks.forget_kept()
+                kept_banks.TERMS.clear()
             start = time.perf_counter()
             got[i] = call(asked[i % len(asked)].text)
             samples.append(time.perf_counter() - start)
@@ -285,7 +285,7 @@ def ranked_keys(
 def ablation(team: Any, banks: dict[str, Bank], content_vectors: np.ndarray, question_vectors: np.ndarray) -> None:
     from django.conf import settings
 
-    from memory import recall
+    from memory import kept_banks, recall
     from memory.models import Note, NoteVector
 
     floor, strong = settings.VECTOR_FLOOR, settings.VECTOR_STRONG
@@ -307,7 +307,11 @@ def ablation(team: Any, banks: dict[str, Bank], content_vectors: np.ndarray, que
         recency = np.array([notes[key].updated_at.timestamp() for key in order])
         weighted = [
             tokens_of(
-                notes[k].key, notes[k].description, notes[k].content, recall.KEY_WEIGHT, recall.DESCRIPTION_WEIGHT
+                notes[k].key,
+                notes[k].description,
+                notes[k].content,
+                kept_banks.KEY_WEIGHT,
+                kept_banks.DESCRIPTION_WEIGHT,
             )
             for k in order
         ]

@@ -79,8 +79,8 @@ def _no_reads_left_pending() -> Iterator[None]:
 def _no_turn_notes_kept() -> None:
     """Each test starts with nothing kept of turn notes (memory.queries.turn_notes) or of recall's
     banks (memory.recall) from another's rolled-back banks."""
+    from memory.kept_banks import forget_kept
     from memory.queries import forget_kept_notes
-    from memory.recall import forget_kept
 
     forget_kept_notes()
     forget_kept()

@@ -19,7 +19,7 @@ from django.db.models.functions import Cast, Concat
 from accounts.models import Person, Team
 from accounts.services import delete_person, tombstone_person
 from config.exceptions import NotFound
-from memory import person_data, recall
+from memory import kept_banks, person_data
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.queries import CONTENT_ACTIONS, shared_notes_about
 from memory.services import reads
@@ -161,7 +161,7 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
     theirs = list(Bank.objects.filter(team=team, person=person).values_list("pk", flat=True))
     report.banks = Bank.objects.filter(team=team, person=person).delete()[1].get("memory.Bank", 0)
     # No recall reads these banks again: this process lets go of what it kept of them at once.
-    transaction.on_commit(partial(recall.forget_kept_banks, theirs))
+    transaction.on_commit(partial(kept_banks.forget_kept_banks, theirs))
     if hard:
         # The events stay, but no longer name the person: their id leaves the bank ids too.
         for bank_ref in set(Revision.objects.filter(team=team, person=person).values_list("bank_ref", flat=True)):

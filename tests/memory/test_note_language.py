@@ -9,9 +9,10 @@ import pgserver
 import pytest
 from django.db import connection
 
+from memory.kept_banks import Terms, forget_kept
 from memory.language import CONFIGS, ENGLISH, NEUTRAL, note_config
 from memory.models import Note
-from memory.recall import Terms, bm25, forget_kept, recall_memories
+from memory.recall import bm25, recall_memories
 from memory.services import edit_note, remember
 from memory.text import STOP_WORDS, stem, stop_words, tokens, words
 from tests.factories import note_fields, written

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db.models import F
 
+from memory.kept_banks import TERMS, Terms, candidates, forget_kept
 from memory.models import Bank, OntologyNode
-from memory.recall import TERMS, Terms, bm25, candidates, forget_kept, recall_bundle, recall_memories
+from memory.recall import bm25, recall_bundle, recall_memories
 from memory.services import edit_note, remember
 from tests.factories import note_fields
 

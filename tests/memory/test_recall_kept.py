@@ -11,9 +11,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.indexing import NOTES
+from memory.kept_banks import forget_kept
 from memory.models import Bank, CategoryMute, Note, OntologyNode
 from memory.queries import visible_notes
-from memory.recall import forget_kept, hybrid_rank, recall_memories
+from memory.recall import hybrid_rank, recall_memories
 from memory.services import delete_note, edit_note, mute_category, remember
 from tests.factories import note_fields, written
 
@@ -135,7 +136,7 @@ def test_a_note_that_expires_leaves_the_kept_bank(tenant, person, actor, mocker)
     remember(team=tenant.team, person=person, actor=actor, **note_fields(key="home-town", content="Oslo, always."))
     assert sorted(recalled(tenant, person, "Oslo", mode="bm25")) == ["home-city", "home-town"]
     later = soon + timedelta(seconds=1)
-    mocker.patch("memory.recall.timezone.now", return_value=later)
+    mocker.patch("memory.kept_banks.timezone.now", return_value=later)
     assert recalled(tenant, person, "Oslo", mode="bm25") == ["home-town"]
 
 
@@ -197,13 +198,13 @@ def test_the_admin_refuses_a_mute_for_an_agent_of_another_team(client, django_us
 
 
 def test_a_person_s_erasure_lets_go_of_their_kept_banks(tenant, person, actor, django_capture_on_commit_callbacks):
-    from memory import recall
+    from memory import kept_banks
     from memory.services import erase_person
 
     remember(team=tenant.team, person=person, actor=actor, **note_fields())
     assert recalled(tenant, person, "Oslo", mode="bm25") == ["home-city"]
     theirs = set(Bank.objects.filter(person=person).values_list("pk", flat=True))
-    assert theirs & set(recall._kept_banks)
+    assert theirs & set(kept_banks._kept_banks)
     with django_capture_on_commit_callbacks(execute=True):
         erase_person(team=tenant.team, person=person, actor=actor)
-    assert not theirs & set(recall._kept_banks)
+    assert not theirs & set(kept_banks._kept_banks)

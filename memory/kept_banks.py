@@ -1,0 +1,469 @@
+"""What recall keeps of each bank, per version of the bank, and each note's words.
+
+A recall (memory/recall.py) reads only the banks' versions; a bank's notes are read when a write
+has raised its version or a note expired (KeptBank). Kept with each bank: its live notes as light
+rows (Candidate, with the hash of each note's text, computed by Postgres), their words (Terms,
+token counts kept by that hash and language, so a note is tokenised once per version of its text)
+and the unit vectors of their present text as they are found. A bank at a new version takes over
+the notes no write touched (by each row's xmin and updated_at) and reads only the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+from django.db import connection, connections
+from django.db.models import TextField
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from accounts.models import Agent, Person, Team
+from memory.banks import applicable_banks
+from memory.indexing import NOTES, namespace_for
+from memory.language import ENGLISH
+from memory.models import Bank, CategoryMute, Note, NoteVector, OntologyNode
+from memory.queries import TurnContext, scope_refs_match
+from memory.text import tokens
+from memory.validation import check_scope_refs, validate_scope
+
+# BM25 counts a word of the key three times and one of the description twice: they name the note.
+KEY_WEIGHT = 3
+DESCRIPTION_WEIGHT = 2
+
+
+# --- the candidates, kept per version of each bank ------------------------------------------
+
+
+class Candidate(NamedTuple):
+    """A note as recall first sees it: enough to filter, shadow, score and find its vector (a
+    tuple: a thousand of them are kept per bank)."""
+
+    pk: int
+    bank_id: int
+    key: str
+    scope_refs: dict[str, list[str]]
+    semantics: list[str]
+    updated_at: datetime
+    text_hash: str  # NOTES.text_hash of its key, description and content
+    language: str  # the text-search configuration its words are read with (Note.language)
+
+    @classmethod
+    def of(cls, note: Note) -> Candidate:
+        return cls(
+            note.pk,
+            note.bank_id,
+            note.key,
+            note.scope_refs,
+            note.semantics,
+            note.updated_at,
+            NOTES.text_hash(note),
+            note.language,
+        )
+
+
+class Vectors:
+    """The present vectors of a kept bank's notes under one (namespace, model, width): unit rows,
+    zero where a note has none yet (its vector is looked for again on the next recall)."""
+
+    def __init__(self, size: int, dim: int) -> None:
+        self.matrix = np.zeros((size, dim), dtype=np.float32)
+        self.present = np.zeros(size, dtype=bool)
+
+
+class KeptBank:
+    """One version of a bank as recall keeps it: its live notes as light rows, their words (token
+    counts, and for each word of a query the notes that hold it) and, as they are found, their vectors.
+
+    Valid while the bank has this version (every write that changes what the bank shows raises it,
+    in the writer's transaction: memory.services.revisions) and until the first of its notes
+    expires. The words and vectors are those of each note's present text (by its hash): nothing of
+    an earlier text, or of an erased note, is ever used again; a new version replaces this one,
+    taking over what it kept of the notes no write touched since (by each row's version: `marks`)."""
+
+    def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], terms: list[Terms],
+                 expiries: list[datetime | None], marks: list[str]) -> None:  # fmt: skip
+        self.version = version
+        self.rows = rows
+        self.categories = categories
+        self.terms = terms
+        self.expiries = expiries
+        self.marks = marks  # each row's version (its xmin and updated_at): unchanged, it is taken over
+        known = [expiry for expiry in expiries if expiry is not None]
+        self.valid_until = min(known) if known else None
+        self.stamps = np.array([row.updated_at.timestamp() for row in rows], dtype=np.float64)
+        self.languages = {words.language for words in terms}
+        self._holding: dict[tuple[str, str], list[int]] = {}
+        self.vectors: dict[tuple[str, str, int], Vectors] = {}
+        self.lock = threading.Lock()
+
+    def holding(self, language: str, word: str) -> list[int]:
+        """The rows whose words, read in `language`, include `word` (looked for once per word)."""
+        found = self._holding.get((language, word))
+        if found is None:
+            found = [i for i, words in enumerate(self.terms) if word in words.counts and words.language == language]
+            if len(self._holding) > 50_000:
+                self._holding.clear()
+            self._holding[(language, word)] = found
+        return found
+
+
+KEPT_NOTES = 20_000  # notes of kept banks a process holds at most (a 1,000-note bank: some 3 MB)
+_kept_banks: OrderedDict[int, KeptBank] = OrderedDict()
+_kept_mutes: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def forget_kept_banks(bank_ids: Iterable[int]) -> None:
+    """Drop what this process keeps of these banks (a person's erasure, once it commits: their
+    banks are gone, and nothing of them should stay in memory until it ages out)."""
+    with _kept_lock:
+        for bank_id in bank_ids:
+            _kept_banks.pop(bank_id, None)
+        _kept_mutes.clear()
+
+
+def forget_kept() -> None:
+    """Drop everything recall keeps (tests, and a benchmark's cold recall)."""
+    with _kept_lock:
+        _kept_banks.clear()
+        _kept_mutes.clear()
+
+
+# Each live note of a bank with its row's version: the xmin of the row (the transaction that last
+# wrote it) and its updated_at (for two writes of one row in one transaction).
+_MARK = "xmin::text || ' ' || updated_at::text"
+_MARKS = f"""
+SELECT id, {_MARK} FROM {{note}}
+WHERE team_id = %(team)s AND bank_id = %(bank)s AND (expires_at IS NULL OR expires_at > %(now)s)
+"""
+
+
+def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) -> KeptBank:
+    """The bank at its present version: its notes' versions first, then only the notes written
+    since `earlier` was read (every note, without one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MARKS.format(note=Note._meta.db_table), {"team": team.pk, "bank": bank.pk, "now": now})
+        marks = cursor.fetchall()
+    place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
+    same = {
+        pk: at
+        for pk, mark in marks
+        if (at := place.get(pk)) is not None and earlier is not None and earlier.marks[at] == mark
+    }
+    fresh: dict[int, tuple[Candidate, str, datetime | None, str]] = {}
+    if len(same) < len(marks):
+        rows = (
+            Note.objects.filter(team=team, bank_id=bank.pk, pk__in=[pk for pk, _ in marks if pk not in same])
+            .live(now)
+            .annotate(
+                text_hash=NOTES.sql_text_hash(),
+                refs=Cast("scope_refs", TextField()),
+                tags=Cast("semantics", TextField()),
+                mark=RawSQL(_MARK, ()),
+            )
+            .order_by()
+            .values_list(
+                "pk", "key", "refs", "tags", "updated_at", "text_hash", "language", "category", "expires_at", "mark"
+            )
+        )
+        # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
+        # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
+        with connections[rows.db].cursor() as cursor:
+            cursor.execute(*rows.query.sql_with_params())
+            for pk, key, refs, tags, updated_at, text_hash, language, category, expires_at, mark in cursor.fetchall():
+                row = Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
+                fresh[pk] = (row, category, expires_at, mark)
+    read = text_terms([row for row, _, _, _ in fresh.values()])
+    fresh_terms = {row.pk: terms for (row, _, _, _), terms in zip(fresh.values(), read, strict=True)}
+    rows_out: list[Candidate] = []
+    categories: list[str] = []
+    terms: list[Terms] = []
+    expiries: list[datetime | None] = []
+    kept_marks: list[str] = []
+    taken: list[tuple[int, int]] = []  # (row here, row in earlier) of each note taken over
+    for pk, _ in marks:
+        at = same.get(pk)
+        if at is not None and earlier is not None:
+            taken.append((len(rows_out), at))
+            rows_out.append(earlier.rows[at])
+            categories.append(earlier.categories[at])
+            terms.append(earlier.terms[at])
+            expiries.append(earlier.expiries[at])
+            kept_marks.append(earlier.marks[at])
+        elif pk in fresh:  # not deleted between the two reads
+            row, category, expires_at, mark = fresh[pk]
+            rows_out.append(row)
+            categories.append(category)
+            terms.append(fresh_terms[pk])
+            expiries.append(expires_at)
+            kept_marks.append(mark)
+    kept = KeptBank(
+        version=bank.version, rows=rows_out, categories=categories, terms=terms, expiries=expiries, marks=kept_marks
+    )
+    if earlier is not None and taken:
+        _carry_vectors(earlier, kept, taken)
+    return kept
+
+
+def _carry_vectors(earlier: KeptBank, kept: KeptBank, taken: list[tuple[int, int]]) -> None:
+    """The vectors an earlier version of the bank held for the notes taken over (unchanged, so of
+    the same text): a write costs the next recall one note's vector, not the bank's."""
+    here = np.array([new for new, _ in taken])
+    there = np.array([old for _, old in taken])
+    with earlier.lock:  # not while another recall fills a row in: a row and its flag go together
+        for where, found in earlier.vectors.items():
+            carried = Vectors(len(kept.rows), found.matrix.shape[1])
+            carried.matrix[here] = found.matrix[there]
+            carried.present[here] = found.present[there]
+            kept.vectors[where] = carried
+
+
+def _kept_bank(team: Team, bank: Bank, now: datetime) -> KeptBank:
+    """The bank as kept at its present version, read (and kept) when it is not."""
+    with _kept_lock:
+        kept = _kept_banks.get(bank.pk)
+        if kept is not None:
+            _kept_banks.move_to_end(bank.pk)
+    if kept is None or kept.version != bank.version or (kept.valid_until is not None and kept.valid_until <= now):
+        kept = _read_bank(team, bank, now, kept)
+        with _kept_lock:
+            _kept_banks[bank.pk] = kept
+    return kept
+
+
+def _bound(in_use: set[int]) -> None:
+    """Drop the least recently read banks while more than KEPT_NOTES notes are kept, never one the
+    recall in progress reads (a recall over banks larger than the bound keeps them all)."""
+    with _kept_lock:
+        held = sum(len(kept.rows) for kept in _kept_banks.values())
+        for bank_id in list(_kept_banks):
+            if held <= KEPT_NOTES:
+                break
+            if bank_id not in in_use:
+                held -= len(_kept_banks.pop(bank_id).rows)
+
+
+def _muted(team: Team, person: Person, agent: Agent | None, banks: list[Bank]) -> frozenset[str]:
+    """The categories hidden from this agent in this person's reads. The banks a person reads are
+    theirs or shared (no one's), so only the person's own mutes apply (Note.unmuted_for); a mute
+    raises the versions of every bank its person reads, so the mutes are kept for those versions."""
+    if agent is None:
+        return frozenset()
+    where = (team.pk, person.pk, agent.pk, tuple((bank.pk, bank.version) for bank in banks))
+    with _kept_lock:
+        muted = _kept_mutes.get(where)
+    if muted is None:
+        muted = frozenset(
+            CategoryMute.objects.filter(team=team, agent=agent, person=person).values_list("category", flat=True)
+        )
+        with _kept_lock:
+            _kept_mutes[where] = muted
+            while len(_kept_mutes) > 1024:
+                _kept_mutes.popitem(last=False)
+    return muted
+
+
+@dataclass
+class Visible:
+    """A recall's candidates: each bank read (narrowest first) with the rows of it that apply."""
+
+    banks: list[tuple[KeptBank, list[int]]]
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        return [kept.rows[index] for kept, rows in self.banks for index in rows]
+
+
+def visible(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> Visible:
+    """Everything the concrete scope allows: the rules of queries.visible_notes (live, unmuted for
+    the agent, scope refs matched, shadowed narrowest bank first); tags gate the digest, not recall.
+    Read from the banks as kept per version: a recall reads the banks, and a bank's notes only
+    when it changed."""
+    context = context or TurnContext()
+    scope = validate_scope(scope)
+    refs = check_scope_refs(context.refs, "context.refs")
+    banks = applicable_banks(team=team, person=person, scope=scope)
+    now = timezone.now()
+    muted = _muted(team, person, agent, banks)
+    seen: set[str] = set()
+    out = []
+    for bank in banks:
+        kept = _kept_bank(team, bank, now)
+        rows = kept.rows
+        keep = []
+        for index, row in enumerate(rows):
+            if row.key in seen:
+                continue
+            if muted and kept.categories[index] in muted:
+                continue
+            if row.scope_refs and not scope_refs_match(row.scope_refs, refs):
+                continue
+            keep.append(index)
+        seen.update(rows[index].key for index in keep)
+        out.append((kept, keep))
+    _bound({bank.pk for bank in banks})
+    return Visible(out)
+
+
+def candidates(
+    *, team: Team, person: Person, agent: Agent | None, scope: str = "", context: TurnContext | None = None
+) -> list[Candidate]:
+    """The notes a recall ranks, as light rows (see `visible`)."""
+    return visible(team=team, person=person, agent=agent, scope=scope, context=context).candidates
+
+
+def _json[T](text: str, empty: T) -> T:
+    return empty if text in ("{}", "[]") else cast(T, json.loads(text))
+
+
+# --- words: token counts kept per note version -------------------------------------
+
+
+@dataclass(frozen=True)
+class Terms:
+    counts: dict[str, int]
+    length: int
+    language: str = ENGLISH  # the configuration its words were read with, and a query is read with
+
+    @classmethod
+    def of(cls, key: str, description: str, content: str, gloss: str = "", language: str = ENGLISH) -> Terms:
+        words = (
+            tokens(key.replace("-", " "), language) * KEY_WEIGHT
+            + tokens(description, language) * DESCRIPTION_WEIGHT
+            + tokens(content, language)
+            + tokens(gloss, language)
+        )
+        return cls(dict(Counter(words)), len(words), language)
+
+
+class TermsCache:
+    """Token counts of notes by the hash of their text, least recently used dropped first.
+
+    The hash changes with the text, so an entry is never stale: an edited note is a new entry, and
+    the old one ages out. An entry records the language its words were read in, and one read in
+    another language than the note's now (its language read anew) is not used but read again. An entry is only ever read for a live note holding that very text, so
+    the words of an erased note are never used again (and age out too). Per process (each web or
+    worker process warms its own); 20,000 short notes take some 30 MB."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, Terms] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, Terms]:
+        found = {}
+        with self._lock:
+            for hashed in hashes:
+                terms = self._entries.get(hashed)
+                if terms is not None:
+                    self._entries.move_to_end(hashed)
+                    found[hashed] = terms
+        return found
+
+    def put(self, hashed: str, terms: Terms) -> None:
+        with self._lock:
+            self._entries[hashed] = terms
+            self._entries.move_to_end(hashed)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+TERMS = TermsCache(size=20_000)
+
+
+def glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
+    tags = {tag for c in found for tag in c.semantics}
+    if not tags:
+        return {}
+    return {
+        node.node_id: f"{node.label} {node.glossary}"
+        for node in OntologyNode.objects.filter(team=team, node_id__in=tags)
+    }
+
+
+def text_terms(found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
+    """Each candidate's terms from its text: cached by the text's hash, the text loaded only for
+    notes not seen before (or taken from `notes` when the caller has them)."""
+    cached = TERMS.get_many(c.text_hash for c in found)
+    missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
+    if missing:
+        if notes is not None:
+            texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
+        else:
+            loaded = Note.objects.filter(pk__in=[c.pk for c in missing]).values_list(
+                "pk", "key", "description", "content"
+            )
+            by_id = {pk: (key, description, content) for pk, key, description, content in loaded}
+            # A note rewritten since the candidates were read is scored on its newer text this time.
+            texts = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
+        for key, description, content, c in texts:
+            cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
+            if NOTES.hash_values(key, description, content) == c.text_hash:
+                TERMS.put(c.text_hash, cached[c.text_hash])
+    # A note deleted meanwhile matches nothing.
+    return [cached.get(c.text_hash, Terms({}, 0, c.language)) for c in found]
+
+
+def glossed(terms: Terms, tags: list[str], glossary: dict[str, str]) -> Terms:
+    """A note's terms with its tags' glossary words counted as its own."""
+    gloss = tokens(" ".join(glossary.get(tag, "") for tag in tags), terms.language)
+    counts = Counter(terms.counts)
+    counts.update(gloss)
+    return Terms(dict(counts), terms.length + len(gloss), terms.language)
+
+
+_VECTORS = """
+SELECT note_id, text_hash, vector_send(embedding) FROM {table}
+WHERE team_id = %(team)s AND namespace = %(namespace)s AND model = %(model)s AND dim = %(dim)s
+  AND note_id = ANY(%(ids)s::bigint[])
+"""
+
+
+def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vectors]:
+    """Each bank's vectors of its present texts, the candidates' missing ones looked for first."""
+    where = (namespace_for(team.pk), model, dim)
+    found = []
+    wanted: dict[int, tuple[KeptBank, Vectors, int]] = {}  # note id -> where its vector goes
+    for kept, keep in seen.banks:
+        with kept.lock:
+            held = kept.vectors.get(where)
+            if held is None:
+                held = kept.vectors[where] = Vectors(len(kept.rows), dim)
+        found.append(held)
+        for local in keep:
+            if not held.present[local]:
+                wanted[kept.rows[local].pk] = (kept, held, local)
+    if wanted:
+        with connection.cursor() as cursor:
+            # Each vector in pgvector's binary form (a width, then big-endian float4s): parsing a
+            # thousand vectors from text cost some 70 ms, this a few.
+            cursor.execute(_VECTORS.format(table=NoteVector._meta.db_table), {
+                "team": team.pk, "namespace": where[0], "model": model, "dim": dim, "ids": list(wanted),
+            })  # fmt: skip
+            rows = cursor.fetchall()
+        for note_id, hashed, sent in rows:
+            kept, held, local = wanted[note_id]
+            if kept.rows[local].text_hash != hashed:
+                continue  # a vector of an earlier text: not this note's meaning now
+            vector = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype(np.float32)
+            norm = float(np.linalg.norm(vector))
+            if norm == 0:
+                continue
+            with kept.lock:
+                held.matrix[local] = vector / norm
+                held.present[local] = True
+    return found
