@@ -23,7 +23,7 @@ from accounts.models import Agent, Person, Team
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
-from conversations.queries import search_messages, worth_searching
+from conversations.queries import RankedMessages, rank_candidates, worth_searching
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
@@ -191,6 +191,7 @@ class _Composer:
         self.passages_bound = False
         self.timings: dict[str, float] = {}  # milliseconds spent on each part of the turn
         self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
+        self._ranked: RankedMessages | None = None  # the passages' search (search), when there is one
         self._clock = time.perf_counter()
 
     def _lap(self, part: str) -> None:
@@ -303,19 +304,25 @@ class _Composer:
         self.notes_used = used
         return Block("notes", body, flags)
 
-    def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
+    def search(self, room: int) -> None:
+        """The passages' search, once a turn and before the notes: its words half reads the database
+        while the message's vector is still being computed (the notes wait for it). `room` is what
+        the ceiling has left before the notes: when the passages could get nothing even with all of
+        it, nothing is searched."""
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if self.profile != "full" or settings.PASSAGES_MAX == 0 or allowed <= len(PASSAGES_HEADER) + 1:
-            return None, []
+            return
         if not worth_searching(self.message.content):
-            return None, []
-        hits = search_messages(
-            agent=self.agent,
-            person=self.person,
-            query=self.message.content,
-            limit=settings.PASSAGES_MAX + len(hidden) + 4,
-            exclude_ids=hidden,
+            return
+        self._ranked = rank_candidates(
+            agent=self.agent, person=self.person, query=self.message.content, query_vector=self._vector
         )
+
+    def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
+        allowed = budget.allowance(room, settings.PASSAGES_CHARS)
+        if self._ranked is None or allowed <= len(PASSAGES_HEADER) + 1:
+            return None, []
+        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + len(hidden) + 4, exclude_ids=hidden)
         lines = [_passage_line(hit.message) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
         if plan.overflowed:
@@ -402,6 +409,9 @@ class _Composer:
         if self.ceiling_bound:
             room = 0
         lap("summary")
+
+        self.search(room)  # only the notes come between: they can leave the passages less room, not more
+        lap("passages")
 
         notes = self.notes(room)
         if notes:
