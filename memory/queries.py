@@ -285,22 +285,11 @@ _TEXT_HASH = "encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n
 # The cosine distance of each kept note's vector of this team's namespace, this model and width (see
 # memory.vectors.similarities), with the hash of the text it was computed from: only a vector of
 # the note's present text counts (compared in Python: a join on 1,000 hashes cost Postgres more).
-# The kept notes' order for one turn, as their places in the kept list (turn_notes): the curated
-# page first (newest first), then by the cosine distance of their current vector (of the present
-# text: its hash matches) to the turn's, then those without one; ties newest first (a unique place).
-# One row back, not one per note.
-_RANKED = """
-SELECT array_to_string(array_agg(k.place ORDER BY
-    NOT k.page, NOT k.page AND v.distance IS NULL, CASE WHEN k.page THEN 0 ELSE coalesce(v.distance, 0) END, k.newest
-), ',')
-FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(pages)s::bool[], %(newest)s::bigint[])
-    WITH ORDINALITY AS k(id, hash, page, newest, place)
-LEFT JOIN (
-    SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector AS distance
-    FROM {vector} v
-    WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
-      AND v.model = %(model)s AND v.dim = %(dim)s
-) v ON v.note_id = k.id AND v.text_hash = k.hash
+_DISTANCES = """
+SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector
+FROM {vector} v
+WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
+  AND v.model = %(model)s AND v.dim = %(dim)s
 """
 
 
@@ -332,15 +321,10 @@ class _Kept:
     valid_until: datetime | None  # the first expiry among them: from then on, read again
     notes: list[TurnNote]
     ids: list[int]
-    # Postgres array literals, written once (psycopg would check every element on every turn): the
-    # notes' ids, the hashes of their present text (only a vector of that text is current), whether
-    # each is the curated page, and each one's place newest first (ties: narrower bank, then key).
-    ids_array: str
-    hashes_array: str
-    pages_array: str
-    newest_array: str
+    ids_array: str  # as a Postgres array literal, written once: psycopg would check every id on every turn
+    hashes: dict[int, str]  # of each note's present text: only a vector of that text is current
     pages: list[bool]
-    newest: list[int]
+    newest: list[int]  # each note's place newest first (ties: narrower bank, then key)
     digest: str
 
 
@@ -407,41 +391,28 @@ def _read_kept(
         valid_until=rows[0][10] if rows else None,
         notes=notes,
         ids=[row[0] for row in rows],
-        ids_array=_array(row[0] for row in rows),
-        hashes_array=_array("NULL" if row[9] is None else row[9] for row in rows),  # hex digits: nothing to quote
-        pages_array=_array("t" if row[7] else "f" for row in rows),
-        newest_array=_array(row[8] for row in rows),
+        ids_array="{" + ",".join(str(row[0]) for row in rows) + "}",
+        hashes={row[0]: row[9] for row in rows},
         pages=[row[7] for row in rows],
         newest=[row[8] for row in rows],
         digest=digest,
     )
 
 
-def _array(values: Iterable[object]) -> str:
-    return "{" + ",".join(map(str, values)) + "}"
-
-
-def _ranked(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) -> list[int]:
-    """The kept notes' places in the order they are given this turn (_RANKED)."""
-    if not kept.ids:
-        return []
-    if vector is None:  # no distances: the page, then newest first
-        return sorted(range(len(kept.notes)), key=lambda index: (not kept.pages[index], kept.newest[index]))
+def _distances(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) -> dict[int, float]:
+    if vector is None or not kept.ids:
+        return {}
     params: dict[str, Any] = {
         "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
         "ids": kept.ids_array,
-        "hashes": kept.hashes_array,
-        "pages": kept.pages_array,
-        "newest": kept.newest_array,
         "team": team.pk,
         "namespace": namespace_for(team.pk),
         "model": model,
         "dim": dim,
     }
     with connection.cursor() as cursor:
-        cursor.execute(_RANKED.format(vector=NoteVector._meta.db_table), params)
-        (places,) = cursor.fetchone()
-    return [int(place) - 1 for place in places.split(",")]
+        cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
+        return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
 
 
 def turn_notes(
@@ -496,7 +467,15 @@ def turn_notes(
             _kept[where] = kept
             while len(_kept) > KEPT_CONTEXTS:
                 _kept.popitem(last=False)
-    order = _ranked(team=team, kept=kept, vector=vector, model=model, dim=dim)
+    distance = _distances(team=team, kept=kept, vector=vector, model=model, dim=dim)
+
+    def rank(index: int) -> tuple[int, int, float, int]:
+        if kept.pages[index]:
+            return (0, 0, 0.0, kept.newest[index])
+        found = distance.get(kept.ids[index])
+        return (1, 1, 0.0, kept.newest[index]) if found is None else (1, 0, found, kept.newest[index])
+
+    order = sorted(range(len(kept.notes)), key=rank)
     return TurnNotes(banks, [kept.notes[index] for index in order], kept.digest)
 
 
