@@ -369,8 +369,9 @@ def test_the_history_read_gives_the_planner_settings_back_inside_a_transaction(t
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_history_read_gives_the_planner_settings_back_in_autocommit(tenant, person, conversation):
+def test_the_history_read_gives_the_planner_settings_back_in_autocommit(tenant, person, conversation, settings):
     """Outside any transaction the read is one of its own, and the connection's next query plans as before."""
+    settings.EMBEDDER = "none"  # these messages commit: nothing is queued for embedding that outlives the test
     chat(conversation, [("I sail on the fjord", "Lovely.")])
     result = turn(tenant, person, conversation, "Where do I sail?")
     assert _sorting() == "on"
