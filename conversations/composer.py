@@ -23,7 +23,7 @@ from accounts.models import Agent, Person, Team
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
-from conversations.queries import search_messages, worth_searching
+from conversations.queries import RankedMessages, rank_candidates, worth_searching
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
@@ -133,25 +133,10 @@ def _note_line(key: str, content: str) -> str:
 _NOTE_LINE_FRAME = len(_note_line("", "")) - 2 * len('""')  # the line around its two JSON strings
 
 
-@dataclass
-class _Candidate:
-    """A note the notes layer may show in full, read without its content."""
-
-    pk: int
-    key: str
-    description: str
-    digest_position: int  # its place in the digest's order (memory.digest.digest_sort_key)
-    # len(_note_line(key, content)) from the JSON lengths the database computed: Postgres' to_json
-    # escapes exactly what json.dumps(ensure_ascii=False) does.
-    line_chars: int
-    over_cap: bool
-
-
-def _candidate(note: TurnNote) -> _Candidate:
-    line_chars = _NOTE_LINE_FRAME + note.key_json_chars + note.content_json_chars
-    return _Candidate(
-        note.pk, note.key, note.description, note.digest_position, line_chars, note.content_chars > CONTENT_MAX
-    )
+def _line_chars(note: TurnNote) -> int:
+    """len(_note_line(key, content)) from the JSON lengths the database computed (memory.queries
+    turn_notes): Postgres' to_json escapes exactly what json.dumps(ensure_ascii=False) does."""
+    return _NOTE_LINE_FRAME + note.key_json_chars + note.content_json_chars
 
 
 def _passage_line(message: Message) -> str:
@@ -191,6 +176,7 @@ class _Composer:
         self.passages_bound = False
         self.timings: dict[str, float] = {}  # milliseconds spent on each part of the turn
         self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
+        self._ranked: RankedMessages | None = None  # the passages' search (search), when there is one
         self._clock = time.perf_counter()
 
     def _lap(self, part: str) -> None:
@@ -249,14 +235,13 @@ class _Composer:
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
                     vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
                 )  # fmt: skip
-                candidates = [_candidate(note) for note in found.notes]
                 text, digest_cut = budget.fit_lines(found.digest.split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
                 if ordering_lost:
                     self.degraded.append("ordering")
-                return self._full_notes(candidates, text, room, allowed)
+                return self._full_notes(found.notes, text, room, allowed)
         except DatabaseError as exc:
             logger.warning("memory read failed while composing turn for %s: %s", self.person, exc)
             if settings.COMPOSER_MEMORY_FAILURE == "fail":
@@ -264,12 +249,12 @@ class _Composer:
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
 
-    def _full_notes(self, candidates: list[_Candidate], digest: str, room: int, allowed: int) -> Block:
+    def _full_notes(self, candidates: list[TurnNote], digest: str, room: int, allowed: int) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
         line length alone; only the content of the notes that fit is read."""
-        flags = [f"over_cap:{c.key}" for c in candidates if c.over_cap]
+        flags = [f"over_cap:{c.key}" for c in candidates if c.content_chars > CONTENT_MAX]
         body = f"{digest}\n{NOTES_HEADER}"
-        packing = budget.pack_lines(len(body), [c.line_chars for c in candidates], allowed)
+        packing = budget.pack_lines(len(body), [_line_chars(c) for c in candidates], allowed)
         chosen = [candidates[index] for index in packing.taken]
         contents = dict(
             Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in chosen])
@@ -277,7 +262,7 @@ class _Composer:
             .values_list("pk", "content")
         )
         lines = [_note_line(c.key, contents.get(c.pk, "")) for c in chosen]
-        if [len(line) for line in lines] != [c.line_chars for c in chosen]:
+        if [len(line) for line in lines] != [_line_chars(c) for c in chosen]:
             # A length the database computed differs from the line rendered here (a note changed
             # between the two reads): decide again from the lines themselves.
             logger.warning("note line lengths disagreed while composing turn for %s; packing again", self.person)
@@ -303,19 +288,25 @@ class _Composer:
         self.notes_used = used
         return Block("notes", body, flags)
 
-    def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
+    def search(self, room: int) -> None:
+        """The passages' search, once a turn and before the notes: its words half reads the database
+        while the message's vector is still being computed (the notes wait for it). `room` is what
+        the ceiling has left before the notes: when the passages could get nothing even with all of
+        it, nothing is searched."""
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if self.profile != "full" or settings.PASSAGES_MAX == 0 or allowed <= len(PASSAGES_HEADER) + 1:
-            return None, []
+            return
         if not worth_searching(self.message.content):
-            return None, []
-        hits = search_messages(
-            agent=self.agent,
-            person=self.person,
-            query=self.message.content,
-            limit=settings.PASSAGES_MAX + len(hidden) + 4,
-            exclude_ids=hidden,
+            return
+        self._ranked = rank_candidates(
+            agent=self.agent, person=self.person, query=self.message.content, query_vector=self._vector
         )
+
+    def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
+        allowed = budget.allowance(room, settings.PASSAGES_CHARS)
+        if self._ranked is None or allowed <= len(PASSAGES_HEADER) + 1:
+            return None, []
+        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + len(hidden) + 4, exclude_ids=hidden)
         lines = [_passage_line(hit.message) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
         if plan.overflowed:
@@ -360,9 +351,19 @@ class _Composer:
             "fetch": HISTORY_FETCH,
             "ceiling": self.ceiling,
         }
+        # The newest messages are read backwards along the (team, conversation, order) index, never
+        # by sorting every message of the conversation, or of the team: Postgres' statistics lag a
+        # team's growth (a team too new to them looks empty, and its whole index scanned and sorted
+        # cost the large bench person 40-90 ms). enable_sort is off for this read only: the three
+        # statements go in one round trip (Django's psycopg cursors bind parameters client-side),
+        # which runs as one transaction of its own outside an atomic block, and inside one, the
+        # last statement gives the setting back.
+        sql = _HISTORY.format(message=Message._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(_HISTORY.format(message=Message._meta.db_table), params)
-            return _merge_roles(cursor.fetchall())
+            cursor.execute(f"SET LOCAL enable_sort = off; {sql}; SET LOCAL enable_sort TO DEFAULT", params)
+            cursor.nextset()
+            rows = cursor.fetchall()
+        return _merge_roles(rows)
 
     def compose(self) -> Composition:
         self._clock = time.perf_counter()
@@ -394,6 +395,9 @@ class _Composer:
         if self.ceiling_bound:
             room = 0
         lap("summary")
+
+        self.search(room)  # only the notes come between: they can leave the passages less room, not more
+        lap("passages")
 
         notes = self.notes(room)
         if notes:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import numpy as np
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
@@ -153,7 +155,43 @@ def rank_messages(
     exclude_ids: set[int] | None = None,
     ranking: Ranking = DEFAULT_RANKING,
 ) -> MessageSearch:
-    """Search this agent's conversations with this person, and no others, by words and by meaning.
+    """Search this agent's conversations with this person, and no others, by words and by meaning:
+    the best `limit` hits of rank_candidates, leaving out `exclude_ids`."""
+    ranked = rank_candidates(agent=agent, person=person, query=query, ranking=ranking)
+    return MessageSearch(ranked.hits(limit=limit, exclude_ids=exclude_ids), ranked.degraded)
+
+
+@dataclass
+class RankedMessages:
+    """Every candidate of one search, best first: the hits for any exclusion and limit, without
+    searching again (the composer settles its passages against its window this way)."""
+
+    best_first: list[int]  # message ids
+    totals: dict[int, float]
+    degraded: str = ""  # why the meaning half could not be used this time, when it could not
+
+    def hits(self, *, limit: int, exclude_ids: set[int] | None = None) -> list[MessageHit]:
+        """The best `limit` candidates not in `exclude_ids`, read now: a message erased since the
+        search is not among them (and is not replaced)."""
+        excluded = exclude_ids or set()
+        ranked = [pk for pk in self.best_first if pk not in excluded][:limit]
+        if not ranked:
+            return []
+        # No ordering (a dict is read): the model's own would join every conversation of the team.
+        messages = Message.objects.not_erased().order_by().in_bulk(ranked)  # callers read conversation_id only
+        return [MessageHit(message=messages[pk], score=self.totals[pk]) for pk in ranked if pk in messages]
+
+
+def rank_candidates(
+    *,
+    agent: Agent,
+    person: Person,
+    query: str,
+    ranking: Ranking = DEFAULT_RANKING,
+    query_vector: Future[tuple[np.ndarray | None, str]] | None = None,
+) -> RankedMessages:
+    """Every candidate of a search of this agent's conversations with this person, and no others,
+    by words and by meaning, best first (RankedMessages.hits reads the best of them).
 
     Each candidate (a message sharing a meaningful word with the query, or close to it in
     meaning) scores its keyword score over the best one's, plus MEANING_WEIGHT times its
@@ -164,10 +202,14 @@ def rank_messages(
     given NEIGHBOUR_SHARE of the scores of the candidates just before and after it in its
     conversation, and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the embedder is down
     the words alone answer, and the result says so.
+
+    `query_vector`: memory.vectors.embed_query_soon(query), when the caller has started it already
+    (the composer, for the turn's message); used when the meaning half searches the query as given.
     """
     terms = meaningful_terms(query)
     if not terms:
-        return MessageSearch([])
+        return RankedMessages([], {})
+    asked = query
     named = _named_speakers(agent, person, query)
     dates = named_dates(query) if ranking.dates else []
     if dates:  # "What did Nate cook on 9 November, 2022?" asks by words and meaning "What did Nate cook?"
@@ -180,7 +222,11 @@ def rank_messages(
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
     # The query's vector is computed while the words half reads the database.
     embedder = get_embedder() if ranking.meaning else None
-    vector = embed_query_soon(meaning_query) if embedder is not None else None
+    vector = None
+    if embedder is not None:
+        vector = (
+            query_vector if query_vector is not None and meaning_query == asked else embed_query_soon(meaning_query)
+        )
     scope = Scope.of(agent, person, words=" ".join(terms) if ranking.words else "", config=text_search_config(query))
     keyword = keyword_matches(scope) if ranking.words else []
     similar: list[Row] = []
@@ -216,15 +262,8 @@ def rank_messages(
         return c.own + share * near + second * far
 
     totals = {pk: total(c) for pk, c in candidates.items()}
-
-    excluded = exclude_ids or set()
-    ranked = sorted(
-        (pk for pk in totals if pk not in excluded),
-        key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk),
-    )[:limit]
-    messages = Message.objects.not_erased().in_bulk(ranked)  # callers read conversation_id only
-    hits = [MessageHit(message=messages[pk], score=totals[pk]) for pk in ranked if pk in messages]
-    return MessageSearch(hits, degraded)
+    best_first = sorted(totals, key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk))
+    return RankedMessages(best_first, totals, degraded)
 
 
 def search_messages(
@@ -235,7 +274,7 @@ def search_messages(
     limit: int = 5,
     exclude_ids: set[int] | None = None,
 ) -> list[MessageHit]:
-    """The ranked hits of rank_messages (what the passages layer and the search_conversation tool use)."""
+    """The ranked hits of rank_messages (what the search_conversation tool uses)."""
     return rank_messages(agent=agent, person=person, query=query, limit=limit, exclude_ids=exclude_ids).hits
 
 

@@ -138,7 +138,7 @@ def test_passages_already_in_the_window_are_dropped(tenant, person, conversation
 @pytest.mark.parametrize("text", ["thanks", "ok cool", "Thank you!", "yes"])
 def test_a_message_with_fewer_than_two_real_words_is_not_searched(tenant, person, conversation, text, mocker):
     chat(conversation, [("thanks for the cool tips", "ok"), ("Filler", "Filler")], days_ago=3)
-    search = mocker.patch("conversations.composer.search_messages")
+    search = mocker.patch("conversations.composer.rank_candidates")
     result = turn(tenant, person, conversation, text)
     search.assert_not_called()
     assert result.costs["passages"] == 0
@@ -347,6 +347,35 @@ def test_the_notes_layer_shows_what_visible_notes_and_the_digest_show_in_the_ran
     assert "coffee" not in shown
     assert "standup" not in shown
     assert "train" not in shown
+
+
+def _sorting() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_sort")
+        return str(cursor.fetchone()[0])
+
+
+def test_the_history_read_gives_the_planner_settings_back_inside_a_transaction(tenant, person, conversation):
+    """The history read turns sorting off for itself only: the turn's later queries, in the same
+    transaction (a test's own), plan as they would have."""
+    chat(conversation, [("I sail on the fjord", "Lovely."), ("And in winter?", "Skiing.")])
+    result = turn(tenant, person, conversation, "Where do I sail?")
+    assert _sorting() == "on"
+    assert [m["content"] for m in result.messages] == [
+        "I sail on the fjord", "Lovely.", "And in winter?", "Skiing.", "Where do I sail?"
+    ]  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_history_read_gives_the_planner_settings_back_in_autocommit(tenant, person, conversation, settings):
+    """Outside any transaction the read is one of its own, and the connection's next query plans as before."""
+    settings.EMBEDDER = "none"  # these messages commit: nothing is queued for embedding that outlives the test
+    chat(conversation, [("I sail on the fjord", "Lovely.")])
+    result = turn(tenant, person, conversation, "Where do I sail?")
+    assert _sorting() == "on"
+    assert [m["content"] for m in result.messages] == ["I sail on the fjord", "Lovely.", "Where do I sail?"]
 
 
 def test_a_last_exchange_over_the_ceiling_keeps_the_start_of_its_oldest_run(tenant, person, conversation, settings):

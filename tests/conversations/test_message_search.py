@@ -8,7 +8,7 @@ import pytest
 
 from conversations.indexing import MESSAGES
 from conversations.models import MessageVector
-from conversations.queries import MEANING_WEIGHT, rank_messages, search_messages
+from conversations.queries import MEANING_WEIGHT, rank_candidates, rank_messages, search_messages
 from conversations.services import erase_message, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import AgentFactory, PersonFactory, chat
@@ -164,6 +164,22 @@ def test_exclusions_and_limit_apply_after_ranking(tenant, person, conversation):
     hits = search_messages(agent=tenant.agent, person=person, query="pottery", limit=2, exclude_ids={recorded[0].pk})
     assert len(hits) == 2
     assert recorded[0].pk not in {hit.message.pk for hit in hits}
+
+
+def test_one_ranking_answers_every_exclusion_as_a_search_would_and_never_shows_a_message_erased_since(
+    tenant, person, conversation
+):
+    recorded = chat(conversation, [("Pottery on Monday", "Pottery again on Tuesday"), ("More pottery", "Pottery!")])
+    ranked = rank_candidates(agent=tenant.agent, person=person, query="pottery")
+    for excluded in (set(), {recorded[0].pk}, {recorded[1].pk, recorded[3].pk}):
+        expected = search_messages(agent=tenant.agent, person=person, query="pottery", limit=2, exclude_ids=excluded)
+        assert [hit.message.pk for hit in ranked.hits(limit=2, exclude_ids=excluded)] == [
+            hit.message.pk for hit in expected
+        ]
+    before = [hit.message.pk for hit in ranked.hits(limit=4)]
+    assert len(before) >= 2
+    erase_message(message=next(m for m in recorded if m.pk == before[0]))
+    assert [hit.message.pk for hit in ranked.hits(limit=4)] == before[1:]
 
 
 def test_when_the_embedder_is_down_words_still_answer_and_the_search_says_so(
