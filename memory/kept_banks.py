@@ -88,21 +88,43 @@ class KeptBank:
     an earlier text, or of an erased note, is ever used again; a new version replaces this one,
     taking over what it kept of the notes no write touched since (by each row's version: `marks`)."""
 
-    def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], terms: list[Terms],
+    def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], known: dict[int, Terms],
                  expiries: list[datetime | None], marks: list[str]) -> None:  # fmt: skip
         self.version = version
         self.rows = rows
         self.categories = categories
-        self.terms = terms
+        self._known = known  # the words of rows taken over from an earlier version, by row
+        self._terms: list[Terms] | None = None
         self.expiries = expiries
         self.marks = marks  # each row's version (its xmin and updated_at): unchanged, it is taken over
-        known = [expiry for expiry in expiries if expiry is not None]
-        self.valid_until = min(known) if known else None
+        ending = [expiry for expiry in expiries if expiry is not None]
+        self.valid_until = min(ending) if ending else None
         self.stamps = np.array([row.updated_at.timestamp() for row in rows], dtype=np.float64)
-        self.languages = {words.language for words in terms}
+        self.languages = {row.language for row in rows}  # a row's words are read in its language
         self._holding: dict[tuple[str, str], list[int]] = {}
+        self._places: dict[int, int] | None = None
         self.vectors: dict[tuple[str, str, int], Vectors] = {}
         self.lock = threading.Lock()
+
+    @property
+    def terms(self) -> list[Terms]:
+        """Each row's words, read when a recall first needs them (the composer, which keeps only
+        the vectors, never does): from TERMS, or the notes' text for those not seen before."""
+        if self._terms is None:
+            with self.lock:
+                if self._terms is None:
+                    missing = [index for index in range(len(self.rows)) if index not in self._known]
+                    read = dict(zip(missing, text_terms([self.rows[index] for index in missing]), strict=True))
+                    self._terms = [self._known[index] if index in self._known else read[index]
+                                   for index in range(len(self.rows))]  # fmt: skip
+                    self._known = {}
+        return self._terms
+
+    def places(self) -> dict[int, int]:
+        """Each note's row, by id (found once)."""
+        if self._places is None:
+            self._places = {row.pk: index for index, row in enumerate(self.rows)}
+        return self._places
 
     def holding(self, language: str, word: str) -> list[int]:
         """The rows whose words, read in `language`, include `word` (looked for once per word)."""
@@ -181,11 +203,10 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
             for pk, key, refs, tags, updated_at, text_hash, language, category, expires_at, mark in cursor.fetchall():
                 row = Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
                 fresh[pk] = (row, category, expires_at, mark)
-    read = text_terms([row for row, _, _, _ in fresh.values()])
-    fresh_terms = {row.pk: terms for (row, _, _, _), terms in zip(fresh.values(), read, strict=True)}
     rows_out: list[Candidate] = []
     categories: list[str] = []
-    terms: list[Terms] = []
+    known: dict[int, Terms] = {}  # the words an earlier version had read, by row here
+    earlier_terms = earlier._terms if earlier is not None else None
     expiries: list[datetime | None] = []
     kept_marks: list[str] = []
     taken: list[tuple[int, int]] = []  # (row here, row in earlier) of each note taken over
@@ -195,18 +216,20 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
             taken.append((len(rows_out), at))
             rows_out.append(earlier.rows[at])
             categories.append(earlier.categories[at])
-            terms.append(earlier.terms[at])
+            if earlier_terms is not None:
+                known[len(rows_out) - 1] = earlier_terms[at]
+            elif at in earlier._known:
+                known[len(rows_out) - 1] = earlier._known[at]
             expiries.append(earlier.expiries[at])
             kept_marks.append(earlier.marks[at])
         elif pk in fresh:  # not deleted between the two reads
             row, category, expires_at, mark = fresh[pk]
             rows_out.append(row)
             categories.append(category)
-            terms.append(fresh_terms[pk])
             expiries.append(expires_at)
             kept_marks.append(mark)
     kept = KeptBank(
-        version=bank.version, rows=rows_out, categories=categories, terms=terms, expiries=expiries, marks=kept_marks
+        version=bank.version, rows=rows_out, categories=categories, known=known, expiries=expiries, marks=kept_marks
     )
     if earlier is not None and taken:
         _carry_vectors(earlier, kept, taken)
@@ -466,4 +489,36 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
             with kept.lock:
                 held.matrix[local] = vector / norm
                 held.present[local] = True
+    return found
+
+
+def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vector: Any, model: str, dim: int
+                 ) -> dict[int, float]:  # fmt: skip
+    """Cosine similarity to `vector` of each of these notes (id -> the hash of its present text)
+    that has a vector of that text, from the banks as kept (the composer orders a turn's notes by
+    it): no distance is computed by the database on a turn, and a vector is looked up once."""
+    now = timezone.now()
+    parts: list[tuple[KeptBank, list[int]]] = []
+    for bank in banks:
+        kept = _kept_bank(team, bank, now)
+        rows = kept.rows
+        place = kept.places()
+        keep = [
+            at for pk, hashed in current.items() if (at := place.get(pk)) is not None and rows[at].text_hash == hashed
+        ]
+        parts.append((kept, keep))
+    _bound({bank.pk for bank in banks})
+    unit = np.asarray(vector, dtype=np.float32)
+    unit = unit / (float(np.linalg.norm(unit)) or 1.0)
+    found: dict[int, float] = {}
+    for (kept, keep), held in zip(parts, present_vectors(team, Visible(parts), model, dim), strict=True):
+        if not keep:
+            continue
+        rows_at = np.asarray(keep)
+        with kept.lock:  # each row read with its flag
+            scores = held.matrix[rows_at] @ unit
+            present = held.present[rows_at]
+        for at, score, ok in zip(keep, scores.tolist(), present.tolist(), strict=True):
+            if ok:
+                found[kept.rows[at].pk] = score
     return found

@@ -21,7 +21,6 @@ from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
-from memory.indexing import namespace_for
 from memory.models import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -30,7 +29,6 @@ from memory.models import (
     CategoryMute,
     Note,
     NoteQuerySet,
-    NoteVector,
     OntologyNode,
     Revision,
 )
@@ -282,15 +280,6 @@ FROM listed l
 """
 # A note's text hash as memory.indexing.NOTES.text_hash computes it.
 _TEXT_HASH = "encode(sha256(convert_to(l.key || E'\\n' || l.description || E'\\n' || l.content, 'UTF8')), 'hex')"
-# The cosine distance of each kept note's vector of this team's namespace, this model and width (see
-# memory.vectors.similarities), with the hash of the text it was computed from: only a vector of
-# the note's present text counts (compared in Python: a join on 1,000 hashes cost Postgres more).
-_DISTANCES = """
-SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector
-FROM {vector} v
-WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
-  AND v.model = %(model)s AND v.dim = %(dim)s
-"""
 
 
 @dataclass(frozen=True)
@@ -321,7 +310,6 @@ class _Kept:
     valid_until: datetime | None  # the first expiry among them: from then on, read again
     notes: list[TurnNote]
     ids: list[int]
-    ids_array: str  # as a Postgres array literal, written once: psycopg would check every id on every turn
     hashes: dict[int, str]  # of each note's present text: only a vector of that text is current
     pages: list[bool]
     newest: list[int]  # each note's place newest first (ties: narrower bank, then key)
@@ -391,7 +379,6 @@ def _read_kept(
         valid_until=rows[0][10] if rows else None,
         notes=notes,
         ids=[row[0] for row in rows],
-        ids_array="{" + ",".join(str(row[0]) for row in rows) + "}",
         hashes={row[0]: row[9] for row in rows},
         pages=[row[7] for row in rows],
         newest=[row[8] for row in rows],
@@ -399,20 +386,15 @@ def _read_kept(
     )
 
 
-def _distances(*, team: Team, kept: _Kept, vector: Any, model: str, dim: int) -> dict[int, float]:
+def _distances(*, team: Team, kept: _Kept, banks: list[Bank], vector: Any, model: str, dim: int) -> dict[int, float]:
+    """The cosine distance of each kept note's vector of its present text to `vector`, from the
+    vectors recall keeps of these banks (memory.kept_banks)."""
     if vector is None or not kept.ids:
         return {}
-    params: dict[str, Any] = {
-        "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
-        "ids": kept.ids_array,
-        "team": team.pk,
-        "namespace": namespace_for(team.pk),
-        "model": model,
-        "dim": dim,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
-        return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
+    from memory import kept_banks  # it applies this module's rules: imported when first needed
+
+    found = kept_banks.similarities(team=team, banks=banks, current=kept.hashes, vector=vector, model=model, dim=dim)
+    return {note_id: 1.0 - similarity for note_id, similarity in found.items()}
 
 
 def turn_notes(
@@ -439,8 +421,8 @@ def turn_notes(
     digest) is read in one hand-written query (compiling the equivalent queryset cost more than
     running it; the rules' SQL is shared with applicable_notes) and kept by the process for the
     versions of the banks read, which the write path raises (memory.services.revisions), until
-    the first of the notes expires. A turn then reads only the banks and, with pgvector, the
-    distances of the kept notes' current vectors. The banks are read before the notes, so what is
+    the first of the notes expires. A turn then reads only the banks, and orders the kept notes by
+    the distances of their current vectors, kept per bank version too (memory.kept_banks). The banks are read before the notes, so what is
     kept is never older than the versions it is kept for.
     """
     context = context or TurnContext()
@@ -467,7 +449,7 @@ def turn_notes(
             _kept[where] = kept
             while len(_kept) > KEPT_CONTEXTS:
                 _kept.popitem(last=False)
-    distance = _distances(team=team, kept=kept, vector=vector, model=model, dim=dim)
+    distance = _distances(team=team, kept=kept, banks=banks, vector=vector, model=model, dim=dim)
 
     def rank(index: int) -> tuple[int, int, float, int]:
         if kept.pages[index]:

@@ -108,7 +108,10 @@ COMPOSE = (
     + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
     #      shadowed, each with its description, its place in the digest's order, the length of its
     #      line and the hash of its text; kept by the process for these bank versions (see below)
-    + 1  # the distances of those notes' current vectors to the message's (pgvector)
+    # The banks as recall keeps them (memory.kept_banks), for the vectors of the notes' present
+    # text; kept per bank version, so only a first turn (or one after a write) reads them:
+    + 2 * 3  # each of the three banks: its notes' row versions, then their light rows
+    + 1  # the vectors of those notes' present text, all in one read
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
     + 1  # passages: the keyword search over this agent's messages with this person
@@ -155,7 +158,7 @@ def test_composing_a_turn_makes_as_many_queries_for_30_rows_as_for_3(
 
 
 @pytest.mark.parametrize("rows", ROWS)
-def test_the_next_turn_reads_only_the_distances_of_the_notes_kept_for_the_same_bank_versions(
+def test_the_next_turn_reads_no_note_kept_for_the_same_bank_versions(
     tenant, person, actor, conversation, index_inline, rows, django_assert_num_queries
 ):
     message = long_memory(tenant, person, actor, conversation, index_inline, rows)
@@ -167,7 +170,8 @@ def test_the_next_turn_reads_only_the_distances_of_the_notes_kept_for_the_same_b
         )  # fmt: skip
 
     first = turn()
-    with django_assert_num_queries(COMPOSE - 1):  # no read of the applicable notes: they were kept
+    # No read of the applicable notes, their banks' rows or their vectors: all were kept.
+    with django_assert_num_queries(COMPOSE - 1 - 2 * 3 - 1):
         second = turn()
 
     assert second.blocks == first.blocks
