@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
@@ -68,15 +67,6 @@ class MessageHit:
 
 
 @dataclass
-class _Candidate:
-    conversation_id: int
-    order: int
-    created_at: datetime
-    role: str
-    own: float = 0.0
-
-
-@dataclass
 class MessageSearch:
     hits: list[MessageHit]
     degraded: str = ""  # why the meaning half could not be used this time, when it could not
@@ -125,23 +115,23 @@ def _named_speakers(agent: Agent, person: Person, query: str) -> dict[str, str]:
     return {word: role for word, role in names.items() if word in asked}
 
 
-def _weigh_by_date(candidates: dict[int, _Candidate], dates: list[NamedDate]) -> None:
+def _weigh_by_date(found: dict[int, Row], own: dict[int, float], dates: list[NamedDate]) -> None:
     """Candidates said outside the named dates keep DATE_SHARE of their score; when none was said
     in them (a date still to come, or before these conversations), every candidate keeps its own."""
     if not dates:
         return
     windows = [named.window(slack_days=DATE_SLACK_DAYS) for named in dates]
     outside = []
-    for candidate in candidates.values():  # a loop, not any(): this runs for up to 1,000 candidates
+    for pk, row in found.items():  # a loop, not any(): this runs for up to 1,000 candidates
         for start, end in windows:
-            if start <= candidate.created_at < end:
+            if start <= row[3] < end:
                 break
         else:
-            outside.append(candidate)
-    if len(outside) == len(candidates):
+            outside.append(pk)
+    if len(outside) == len(found):
         return
-    for candidate in outside:
-        candidate.own *= DATE_SHARE
+    for pk in outside:
+        own[pk] *= DATE_SHARE
 
 
 def rank_messages(
@@ -190,39 +180,47 @@ def rank_messages(
         if embedded is not None:
             similar, _path = similar_messages(scope, embedded, model=embedder.model, width=embedder.dim)
 
-    candidates: dict[int, _Candidate] = {}
+    # Plain dicts by message id (its row, its own score), not an object per candidate: at 100,000
+    # messages there are about 600 candidates, and building and sorting objects cost a millisecond.
+    found: dict[int, Row] = {}
+    own: dict[int, float] = {}
     best = max((row[5] for row in keyword), default=0.0)
-    for pk, conversation_id, order, at, role, score in keyword:
-        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at, role))
-        candidate.own += score / best if best > 0 else 0.0
+    for row in keyword:  # one row per message
+        found[row[0]] = row
+        own[row[0]] = row[5] / best if best > 0 else 0.0
     floor = settings.VECTOR_FLOOR
-    for pk, conversation_id, order, at, role, similarity in similar:
-        candidate = candidates.setdefault(pk, _Candidate(conversation_id, order, at, role))
-        candidate.own += ranking.meaning_weight * (similarity - floor) / (1.0 - floor)
+    for row in similar:
+        pk = row[0]
+        if pk not in found:
+            found[pk] = row
+        own[pk] = own.get(pk, 0.0) + ranking.meaning_weight * (row[5] - floor) / (1.0 - floor)
     named_roles = set(named.values())
     if len(named_roles) == 1:
-        for candidate in candidates.values():
-            if candidate.role not in named_roles:
-                candidate.own *= ranking.other_speaker_share
-    _weigh_by_date(candidates, dates)
+        for pk, row in found.items():
+            if row[4] not in named_roles:
+                own[pk] *= ranking.other_speaker_share
+    _weigh_by_date(found, own, dates)
 
-    own = {(c.conversation_id, c.order): c.own for c in candidates.values()}
+    placed = {(row[1], row[2]): own[pk] for pk, row in found.items()}  # (conversation, order) -> own score
     share, second = ranking.neighbour_share, ranking.second_neighbour_share
-
-    def total(c: _Candidate) -> float:
-        at = c.conversation_id, c.order
-        near = own.get((at[0], at[1] - 1), 0.0) + own.get((at[0], at[1] + 1), 0.0)
-        far = own.get((at[0], at[1] - 2), 0.0) + own.get((at[0], at[1] + 2), 0.0) if second else 0.0
-        return c.own + share * near + second * far
-
-    totals = {pk: total(c) for pk, c in candidates.items()}
+    totals: dict[int, float] = {}
+    for pk, (_, conversation_id, order, _at, _role, _score) in found.items():
+        near = placed.get((conversation_id, order - 1), 0.0) + placed.get((conversation_id, order + 1), 0.0)
+        far = (
+            placed.get((conversation_id, order - 2), 0.0) + placed.get((conversation_id, order + 2), 0.0)
+            if second
+            else 0.0
+        )
+        totals[pk] = own[pk] + share * near + second * far
 
     excluded = exclude_ids or set()
+    # Best first; then the latest said; then the latest recorded.
     ranked = sorted(
-        (pk for pk in totals if pk not in excluded),
-        key=lambda pk: (-totals[pk], -candidates[pk].created_at.timestamp(), -pk),
+        (pk for pk in totals if pk not in excluded), key=lambda pk: (totals[pk], found[pk][3], pk), reverse=True
     )[:limit]
-    messages = Message.objects.not_erased().in_bulk(ranked)  # callers read conversation_id only
+    # Callers read conversation_id only (no join to the conversations), and a dict has no order:
+    # without the model's ordering (by its conversation's start) this is a probe of the primary key.
+    messages = Message.objects.not_erased().order_by().in_bulk(ranked)
     hits = [MessageHit(message=messages[pk], score=totals[pk]) for pk in ranked if pk in messages]
     return MessageSearch(hits, degraded)
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from conversations.models import MessageVector
-from conversations.retrieval import STATISTICS, Scope, keyword_matches, similar_messages
+from conversations.retrieval import STATISTICS, Scope, approximate_depth, keyword_matches, similar_messages
 from conversations.services import import_conversations, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import PersonFactory
@@ -114,6 +114,36 @@ def test_a_large_pair_is_searched_through_the_index_and_finds_what_the_exact_sca
     assert len(found) >= 18  # approximate, but close to exact on clustered vectors
     assert approximate[0][0] == exact[0][0]
     assert [row[5] for row in approximate] == sorted((row[5] for row in approximate), reverse=True)
+
+
+def ef_search() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
+        return cursor.fetchone()[0]
+
+
+def approximate_depth_lasts_one_search(tenant, person, settings) -> None:
+    rng = np.random.default_rng(5)
+    centre = rng.standard_normal((1, 384))
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centre))
+    analyse()
+    settings.SEARCH_EXACT_UP_TO = 100
+    scope = Scope.of(tenant.agent, person)
+    assert approximate_depth(scope, 384) == 120  # the pair is the whole index: 100 wanted, and a fifth more
+    before = ef_search()
+    rows, path = similar_messages(scope, unit(centre[0]), model=MODEL, width=384, limit=100)
+    # hnsw.ef_search is 40 unless set: 100 rows from one index scan mean the depth was in force.
+    assert (path, len(rows)) == ("approximate", 100)
+    assert ef_search() == before  # and it was put back once the search was done
+
+
+def test_the_approximate_depth_lasts_one_search_inside_a_transaction(tenant, person, settings):
+    approximate_depth_lasts_one_search(tenant, person, settings)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_approximate_depth_lasts_one_search_outside_a_transaction(tenant, person, settings):
+    approximate_depth_lasts_one_search(tenant, person, settings)
 
 
 def test_the_approximate_path_reads_the_hnsw_index(tenant, person, settings):
