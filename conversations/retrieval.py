@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 import numpy as np
 from django.conf import settings
@@ -323,10 +324,9 @@ def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [
-            (pk, conversation_id, order, at, role, float(score))
-            for pk, conversation_id, order, at, role, score in cursor
-        ]
+        # The rows as psycopg builds them (the score is a float8), all at once: iterating the
+        # cursor and rebuilding each of up to 500 rows cost about half a millisecond.
+        return cast(list[Row], cursor.fetchall())
 
 
 _APPROXIMATE_SQL = """
@@ -394,7 +394,7 @@ def similar_messages(
             )
             cursor.nextset()  # the SELECT's rows, after the SET's status
             rows = cursor.fetchall()
-        return [(pk, c, o, at, role, float(s)) for pk, c, o, at, role, s in rows], "approximate"
+        return cast(list[Row], rows), "approximate"  # the similarity is a float8
     rows = (
         MessageVector.objects.filter(
             team_id=scope.team_id,
