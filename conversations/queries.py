@@ -11,12 +11,12 @@ from django.db.models import Q, QuerySet
 from accounts.models import Agent, Person
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
-from conversations.retrieval import Row, Scope, keyword_matches, similar_messages
+from conversations.retrieval import Row, Scope, keyword_statement, run_together, similar_statement
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
 from memory.text import STOP_WORDS, real_word_count, words
-from memory.vectors import embed_query_soon
+from memory.vectors import embed_query_soon, kept_query_vector
 
 _LEXEME = re.compile(r"^[^\W_]+$")  # letters and digits of any script: nothing tsquery syntax reads
 
@@ -168,17 +168,27 @@ def rank_messages(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    # The query's vector is computed while the words half reads the database.
+    # A query vector kept from a recent embedding (a turn's composer embeds its message first)
+    # lets both halves go to the database in one round trip; otherwise the query is embedded
+    # while the words half reads the database.
     embedder = get_embedder() if ranking.meaning else None
-    vector = embed_query_soon(meaning_query) if embedder is not None else None
+    kept = kept_query_vector(meaning_query) if embedder is not None else None
+    soon = embed_query_soon(meaning_query) if embedder is not None and kept is None else None
     scope = Scope.of(agent, person, words=" ".join(terms) if ranking.words else "", config=text_search_config(query))
-    keyword = keyword_matches(scope) if ranking.words else []
-    similar: list[Row] = []
-    degraded = ""
-    if embedder is not None and vector is not None:
-        embedded, degraded = vector.result()
-        if embedded is not None:
-            similar, _path = similar_messages(scope, embedded, model=embedder.model, width=embedder.dim)
+    words_query = keyword_statement(scope) if ranking.words else None
+    keyword: list[Row] = []
+    if soon is not None:
+        keyword = run_together([words_query])[0] if words_query is not None else []
+        words_query = None
+        kept = soon.result()
+    embedded, degraded = kept if kept is not None else (None, "")
+    pending = [words_query] if words_query is not None else []
+    if embedder is not None and embedded is not None:
+        pending.append(similar_statement(scope, embedded, model=embedder.model, width=embedder.dim)[0])
+    rows = run_together(pending) if pending else []
+    if words_query is not None:
+        keyword = rows.pop(0)
+    similar = rows[0] if rows else []
 
     # Plain dicts by message id (its row, its own score), not an object per candidate: at 100,000
     # messages there are about 600 candidates, and building and sorting objects cost a millisecond.

@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -264,9 +265,15 @@ def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
     the summed inverse document frequency (over the pair) of the distinct lexemes it holds: BM25
     with binary term frequency and no length normalisation. A name said in every other message
     counts for little; a rare word for much. Best first."""
+    statement = keyword_statement(scope, limit)
+    return run_together([statement])[0] if statement is not None else []
+
+
+def keyword_statement(scope: Scope, limit: int = CANDIDATES) -> Statement | None:
+    """The query keyword_matches runs (None when there is nothing to find)."""
     lexemes = scope.lexemes
     if not lexemes or scope.messages == 0:
-        return []
+        return None
     # No lexeme can be common in a pair smaller than the threshold: the statistics are not read.
     common_possible = scope.messages > settings.SEARCH_COMMON_WORD_MESSAGES
     expected = {
@@ -322,11 +329,7 @@ def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
         weights=", ".join(f"ln(1 + (%(n)s - d{i} + 0.5)::float8 / (d{i} + 0.5)) AS w{i}" for i in range(len(lexemes))),
         score=" + ".join(f"x.h{i} * w.w{i}" for i in range(len(lexemes))),
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        # The rows as psycopg builds them (the score is a float8), all at once: iterating the
-        # cursor and rebuilding each of up to 500 rows cost about half a millisecond.
-        return cast(list[Row], cursor.fetchall())
+    return Statement(sql, params)
 
 
 _APPROXIMATE_SQL = """
@@ -368,34 +371,37 @@ def similar_messages(
     """Messages of the pair close in meaning to `vector` (cosine similarity above VECTOR_FLOOR),
     closest first, among the vectors of this team's namespace, this model and width. Returns
     which path answered: "approximate" (HNSW) or "exact"."""
+    statement, path = similar_statement(scope, vector, model=model, width=width, limit=limit)
+    return run_together([statement])[0], path
+
+
+def similar_statement(
+    scope: Scope, vector: np.ndarray, *, model: str, width: int, limit: int = CANDIDATES
+) -> tuple[Statement, str]:
+    """The query similar_messages runs, and which path it takes."""
     below = 1.0 - settings.VECTOR_FLOOR
     depth = approximate_depth(scope, width)
     if depth is not None:
-        # One round trip (BEGIN, SET, SELECT and COMMIT were four, about a millisecond each on a
-        # busy machine): statements sent together run in one transaction, so SET LOCAL lasts this
-        # search only, never the pooled connection's next user. Inside a caller's transaction the
-        # last statement puts the depth back for the rest of it.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SET LOCAL hnsw.ef_search = {int(depth)};"
-                + _APPROXIMATE_SQL.format(width=int(width))
-                + ";SET LOCAL hnsw.ef_search TO DEFAULT",
-                {
-                    "query": "[" + ",".join(map(repr, vector.tolist())) + "]",
-                    "ef": depth,
-                    "team": scope.team_id,
-                    "namespace": namespace_for(scope.team_id),
-                    "model": model,
-                    "agent": scope.agent_id,
-                    "person": scope.person_id,
-                    "below": below,
-                    "limit": min(limit, APPROXIMATE_CANDIDATES),
-                },
-            )
-            cursor.nextset()  # the SELECT's rows, after the SET's status
-            rows = cursor.fetchall()
-        return cast(list[Row], rows), "approximate"  # the similarity is a float8
-    rows = (
+        # Statements sent together run in one transaction, so SET LOCAL lasts this search only,
+        # never the pooled connection's next user (and no BEGIN and COMMIT of its own, a round
+        # trip each). Inside a caller's transaction the last statement puts the depth back.
+        return Statement(
+            f"SET LOCAL hnsw.ef_search = {int(depth)};"
+            + _APPROXIMATE_SQL.format(width=int(width))
+            + ";SET LOCAL hnsw.ef_search TO DEFAULT",
+            {
+                "query": "[" + ",".join(map(repr, vector.tolist())) + "]",
+                "ef": depth,
+                "team": scope.team_id,
+                "namespace": namespace_for(scope.team_id),
+                "model": model,
+                "agent": scope.agent_id,
+                "person": scope.person_id,
+                "below": below,
+                "limit": min(limit, APPROXIMATE_CANDIDATES),
+            },
+        ), "approximate"  # its rows' similarity is a float8
+    query = (
         MessageVector.objects.filter(
             team_id=scope.team_id,
             namespace=namespace_for(scope.team_id),
@@ -416,5 +422,39 @@ def similar_messages(
             "message__role",
             "distance",
         )[:limit]
-    )
-    return [(pk, c, o, at, role, 1.0 - float(d)) for pk, c, o, at, role, d in rows], "exact"
+    ).query
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    return Statement(sql, params, distances=True), "exact"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """SQL for one half of the search; of its statements (;-separated) one returns rows."""
+
+    sql: str
+    params: Mapping[str, Any] | Sequence[Any]
+    distances: bool = False  # its rows end with a cosine distance, turned into the similarity
+
+
+def run_together(statements: list[Statement]) -> list[list[Row]]:
+    """Each statement's rows, all sent in one round trip (about a millisecond each on a busy
+    machine). Together they run in one transaction, as any SET LOCAL among them expects."""
+    with connection.cursor() as cursor:
+        if len(statements) == 1:
+            cursor.execute(statements[0].sql, statements[0].params)
+        else:  # bound here, so that statements with their own parameters can share one string
+            cursor.execute(";".join(cursor.mogrify(s.sql, s.params) for s in statements))
+        found: list[list[Row]] = []
+        while True:
+            if cursor.description is not None:
+                # As psycopg builds them, all at once: iterating the cursor and rebuilding each
+                # of up to 500 rows cost about half a millisecond.
+                found.append(cast(list[Row], cursor.fetchall()))
+            if not cursor.nextset():
+                break
+    if len(found) != len(statements):
+        raise RuntimeError(f"{len(statements)} statements gave {len(found)} sets of rows")
+    return [
+        [(pk, c, o, at, role, 1.0 - float(d)) for pk, c, o, at, role, d in rows] if statement.distances else rows
+        for statement, rows in zip(statements, found, strict=True)
+    ]

@@ -9,7 +9,16 @@ import pytest
 from django.db import connection
 
 from conversations.models import MessageVector
-from conversations.retrieval import STATISTICS, Scope, approximate_depth, keyword_matches, similar_messages
+from conversations.retrieval import (
+    STATISTICS,
+    Scope,
+    approximate_depth,
+    keyword_matches,
+    keyword_statement,
+    run_together,
+    similar_messages,
+    similar_statement,
+)
 from conversations.services import import_conversations, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import PersonFactory
@@ -144,6 +153,31 @@ def test_the_approximate_depth_lasts_one_search_inside_a_transaction(tenant, per
 @pytest.mark.django_db(transaction=True)
 def test_the_approximate_depth_lasts_one_search_outside_a_transaction(tenant, person, settings):
     approximate_depth_lasts_one_search(tenant, person, settings)
+
+
+@pytest.mark.parametrize("exact_up_to", [1_000_000, 100])
+def test_both_halves_sent_together_find_what_each_finds_alone(tenant, person, settings, exact_up_to):
+    rng = np.random.default_rng(13)
+    centres = rng.standard_normal((3, 384))
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centres))
+    analyse()
+    settings.SEARCH_EXACT_UP_TO = exact_up_to
+    scope = Scope.of(tenant.agent, person, words="number 7 12", config="english")
+    query = unit(centres[1])
+    before = ef_search()
+
+    words = keyword_statement(scope)
+    assert words is not None
+    meaning, path = similar_statement(scope, query, model=MODEL, width=384)
+    keyword, similar = run_together([words, meaning])
+
+    assert path == ("exact" if exact_up_to > 240 else "approximate")
+    assert keyword == keyword_matches(scope)
+    assert similar == similar_messages(scope, query, model=MODEL, width=384)[0]
+    assert len(keyword) == 240  # "number" is in every message
+    assert {row[2] for row in keyword[:2]} == {8, 13}  # and "7" and "12" in the 8th and the 13th
+    assert similar
+    assert ef_search() == before
 
 
 def test_the_approximate_path_reads_the_hnsw_index(tenant, person, settings):
