@@ -20,10 +20,10 @@ between one agent and one person:
   more than one index scan gives (hnsw.ef_search is at most 1,000: the pair must hold about an
   eighth of the index's vectors), or when the table's statistics do not yet count the pair's.
 - Round trips: besides the statistics and the common words' counts it keeps a while, a search
-  makes three (the pair's size with the query's lexemes; both halves,
-  sent together by run_together when the query's vector is already at hand; the hits), and
-  four when the query is still being embedded (the words half then reads meanwhile). On a busy
-  machine each one costs about a millisecond of waiting for the server's turn to run.
+  makes three (the pair's size with the query's lexemes; both halves, sent together by
+  run_together when the query's vector is already at hand; the hits), and four when the query is
+  still being embedded (the words half then reads meanwhile). On a busy machine each one costs
+  about a millisecond of waiting for the server's turn to run.
 """
 
 from __future__ import annotations
