@@ -173,7 +173,7 @@ STATISTICS = _Statistics()
 # (_FOUND_IN_TEAM) or through the pair's conversations first (_FOUND_IN_PAIR), whichever reads
 # fewer rows, each with its {has} columns computed as it is found: the messages' text-search
 # vectors are never kept in a CTE (at 100,000 messages, materialising ~1,500 of them and reading
-# them back cost the words half about 2 ms of its 6).
+# them back took a search's words half from 4.2 ms to 5.2 ms, rows fetched included).
 _FOUND_IN_TEAM = """
     SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has}
     FROM (

@@ -131,7 +131,7 @@ def ef_search() -> str | None:
         return cursor.fetchone()[0]
 
 
-def approximate_depth_lasts_one_search(tenant, person, settings) -> None:
+def check_the_approximate_depth_lasts_one_search(tenant, person, settings) -> None:
     rng = np.random.default_rng(5)
     centre = rng.standard_normal((1, 384))
     messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centre))
@@ -147,12 +147,12 @@ def approximate_depth_lasts_one_search(tenant, person, settings) -> None:
 
 
 def test_the_approximate_depth_lasts_one_search_inside_a_transaction(tenant, person, settings):
-    approximate_depth_lasts_one_search(tenant, person, settings)
+    check_the_approximate_depth_lasts_one_search(tenant, person, settings)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_approximate_depth_lasts_one_search_outside_a_transaction(tenant, person, settings):
-    approximate_depth_lasts_one_search(tenant, person, settings)
+    check_the_approximate_depth_lasts_one_search(tenant, person, settings)
 
 
 @pytest.mark.parametrize("exact_up_to", [1_000_000, 100])
