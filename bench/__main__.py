@@ -1,6 +1,7 @@
 """`make bench`: run the benchmarks against a scratch database on the embedded (or given) Postgres.
 
 `python -m bench` runs them all; `python -m bench compose vectors` runs the named ones.
+BENCH_KEEP_DATABASE=1 leaves the scratch database in place afterwards (to look into a query's plan).
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ def main(argv: list[str]) -> int:
             print(f"\n## {name}")
             module.run(f"bench-{name}-{suffix}")
     finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        if os.environ.get("BENCH_KEEP_DATABASE"):  # left for EXPLAIN and experiments; the next run replaces it
+            print(f"\nThe benchmark database {connection.settings_dict['NAME']} is kept (BENCH_KEEP_DATABASE is set).")
+        else:
+            connection.creation.destroy_test_db(old_name, verbosity=0)
     return 0
 
 

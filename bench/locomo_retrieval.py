@@ -18,7 +18,9 @@ product's ranking with each of its changes switched off in turn (the ablation ro
 messages are embedded in bulk before any question is asked, with the local model, or with the
 one BENCH_EMBEDDER names (`BENCH_EMBEDDER=e5 python -m bench locomo`: bench/harness.py).
 
-Set LOCOMO_SKIP_SCALE=1 to leave out the latency at 100,000 messages (the slow part) while iterating.
+Set LOCOMO_SKIP_SCALE=1 to leave out the latency at 100,000 messages (the slow part) while iterating,
+or LOCOMO_ONLY_SCALE=1 to run only that part (the LoCoMo turns are still imported and embedded: the
+100,000 messages are copies of them).
 
 The data is looked for at $LOCOMO_DIR, then shared/data/locomo beside the repository (or beside
 the folder of worktrees it is in); without it the benchmark says so and skips.
@@ -390,6 +392,11 @@ def run(scratch_team_slug: str) -> None:
     unindexed = MESSAGES.stale(rows=Message.objects.filter(pk__in=[pk for i in loaded for pk in i.message_ids]))
     assert not unindexed.exists(), "every LoCoMo message has a vector before the questions are asked"
 
+    if os.environ.get("LOCOMO_ONLY_SCALE"):
+        print(f"\nLoCoMo questions: skipped (LOCOMO_ONLY_SCALE is set). {embedded}.")
+        at_scale(scratch_team_slug, loaded)
+        print(f"\nLoCoMo retrieval benchmark: {time.perf_counter() - started:.0f} s")
+        return
     found, ablations = retrievers()
     rows, timings = ask(loaded, found)
     names = [name for name in found if name not in ablations]

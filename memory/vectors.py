@@ -45,6 +45,17 @@ def embed_query_soon(text: str) -> Future[tuple[np.ndarray | None, str]]:
     return _EMBEDDING.submit(embed_query, text)
 
 
+def kept_query_vector(text: str) -> tuple[np.ndarray | None, str] | None:
+    """embed_query's answer when it is one of the recent vectors (a lookup, no embedding), or None:
+    a caller that has it at once can send its reads that need it with those that do not."""
+    embedder = get_embedder()
+    if embedder is None:
+        return None
+    with _lock:
+        kept = (embedder.model, embedder.dim, text) in _QUERY_CACHE
+    return embed_query(text) if kept else None
+
+
 def embed_query(text: str) -> tuple[np.ndarray | None, str]:
     """The query's vector, or (None, why) when the embedder is unavailable.
 

@@ -114,8 +114,8 @@ COMPOSE = (
     + 1  # the vectors of those notes' present text, all in one read
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
-    + 1  # passages: the keyword search over this agent's messages with this person
-    + 1  # passages: the message vectors close to the query
+    + 1  # passages: the keyword search over this agent's messages with this person and the message
+    #      vectors close to the query, sent together (the message's vector is kept from the notes')
     + 1  # passages: the messages found (in_bulk)
 )
 

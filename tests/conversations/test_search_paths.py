@@ -9,7 +9,16 @@ import pytest
 from django.db import connection
 
 from conversations.models import MessageVector
-from conversations.retrieval import STATISTICS, Scope, keyword_matches, similar_messages
+from conversations.retrieval import (
+    STATISTICS,
+    Scope,
+    approximate_depth,
+    keyword_matches,
+    keyword_statement,
+    run_together,
+    similar_messages,
+    similar_statement,
+)
 from conversations.services import import_conversations, record_message, start_conversation
 from memory.indexing import namespace_for
 from tests.factories import PersonFactory
@@ -114,6 +123,61 @@ def test_a_large_pair_is_searched_through_the_index_and_finds_what_the_exact_sca
     assert len(found) >= 18  # approximate, but close to exact on clustered vectors
     assert approximate[0][0] == exact[0][0]
     assert [row[5] for row in approximate] == sorted((row[5] for row in approximate), reverse=True)
+
+
+def ef_search() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.ef_search', true)")
+        return cursor.fetchone()[0]
+
+
+def check_the_approximate_depth_lasts_one_search(tenant, person, settings) -> None:
+    rng = np.random.default_rng(5)
+    centre = rng.standard_normal((1, 384))
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centre))
+    analyse()
+    settings.SEARCH_EXACT_UP_TO = 100
+    scope = Scope.of(tenant.agent, person)
+    assert approximate_depth(scope, 384) == 120  # the pair is the whole index: 100 wanted, and a fifth more
+    before = ef_search()
+    rows, path = similar_messages(scope, unit(centre[0]), model=MODEL, width=384, limit=100)
+    # hnsw.ef_search is 40 unless set: 100 rows from one index scan mean the depth was in force.
+    assert (path, len(rows)) == ("approximate", 100)
+    assert ef_search() == before  # and it was put back once the search was done
+
+
+def test_the_approximate_depth_lasts_one_search_inside_a_transaction(tenant, person, settings):
+    check_the_approximate_depth_lasts_one_search(tenant, person, settings)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_approximate_depth_lasts_one_search_outside_a_transaction(tenant, person, settings):
+    check_the_approximate_depth_lasts_one_search(tenant, person, settings)
+
+
+@pytest.mark.parametrize("exact_up_to", [1_000_000, 100])
+def test_both_halves_sent_together_find_what_each_finds_alone(tenant, person, settings, exact_up_to):
+    rng = np.random.default_rng(13)
+    centres = rng.standard_normal((3, 384))
+    messages_with_vectors(tenant.team, tenant.agent, person, clustered(rng, 240, centres))
+    analyse()
+    settings.SEARCH_EXACT_UP_TO = exact_up_to
+    scope = Scope.of(tenant.agent, person, words="number 7 12", config="english")
+    query = unit(centres[1])
+    before = ef_search()
+
+    words = keyword_statement(scope)
+    assert words is not None
+    meaning, path = similar_statement(scope, query, model=MODEL, width=384)
+    keyword, similar = run_together([words, meaning])
+
+    assert path == ("exact" if exact_up_to > 240 else "approximate")
+    assert keyword == keyword_matches(scope)
+    assert similar == similar_messages(scope, query, model=MODEL, width=384)[0]
+    assert len(keyword) == 240  # "number" is in every message
+    assert {row[2] for row in keyword[:2]} == {8, 13}  # and "7" and "12" in the 8th and the 13th
+    assert similar
+    assert ef_search() == before
 
 
 def test_the_approximate_path_reads_the_hnsw_index(tenant, person, settings):

@@ -214,6 +214,23 @@ def test_a_strong_vector_match_outranks_an_accidental_keyword_match(tenant, pers
     assert [h.note.key for h in hits] == ["peanut-allergy", "commute"]
 
 
+def test_a_kept_query_vector_is_had_at_once_and_an_unseen_one_is_not(mocker):
+    from uuid import uuid4
+
+    from memory import vectors
+    from memory.embedders import get_embedder
+
+    text = f"where did the kitten nap on {uuid4().hex}?"  # never embedded by another test
+    assert vectors.kept_query_vector(text) is None
+    embedded, _ = vectors.embed_query(text)
+    spy = mocker.spy(type(get_embedder()), "embed")
+    kept = vectors.kept_query_vector(text)
+    assert kept is not None
+    assert np.array_equal(kept[0], embedded)
+    assert kept[1] == ""
+    assert spy.call_count == 0  # a lookup, never an embedding
+
+
 def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(settings, mocker):
     from memory import vectors
     from memory.embedders import get_embedder
