@@ -49,9 +49,11 @@ NEIGHBOUR_SHARE = 0.3
 # previous and next turn, across the other's reply ("I adopted a dog!" / "What's its name?" / "Max").
 SECOND_NEIGHBOUR_SHARE = 0.2
 # When a query names one side of the conversation ("What did Melanie paint?", with Melanie the
-# person or the agent's name), the other side's messages keep this share of their score: what a
-# person did is mostly said by that person.
-OTHER_SPEAKER_SHARE = 0.4
+# person or the agent's name), the other side's messages keep this share of their score, what
+# their neighbours gave them included: what a person did is mostly said by that person. They still
+# give their neighbours their whole score: the other side's question ("Which game was it?") is
+# what finds the named side's answer ("Counter-Strike, and we won!").
+OTHER_SPEAKER_SHARE = 0.5
 # When a query names a date ("on 25 May, 2022", "in April 2022", "in 2024": conversations.dates),
 # the messages said outside it, give or take DATE_SLACK_DAYS, keep this share of their score:
 # what was said then is what the question asks about, and a week either side holds its
@@ -87,6 +89,9 @@ class Ranking:
     # rarely names its own speaker, and the ones that name the other ("Hey Caroline!") are greetings.
     unname: bool = True
     other_speaker_share: float = OTHER_SPEAKER_SHARE
+    # The share is of the other side's whole score (False: of its own score only, before its
+    # neighbours read it, so it also gave them less).
+    speaker_share_of_total: bool = True
     second_neighbour_share: float = SECOND_NEIGHBOUR_SHARE
     # Dates the query names are searched as when things were said, not as words (DATE_SHARE).
     dates: bool = True
@@ -98,6 +103,9 @@ DEFAULT_RANKING = Ranking()
 RANKING_CHANGES: dict[str, Ranking] = {
     "names unsearched": replace(DEFAULT_RANKING, unname=False),
     "the other speaker's share": replace(DEFAULT_RANKING, other_speaker_share=1.0),
+    "the other speaker's share of the whole score, 0.5 (of its own, 0.4, before)": replace(
+        DEFAULT_RANKING, speaker_share_of_total=False, other_speaker_share=0.4
+    ),
     "meaning weighed 2 (1 before)": replace(DEFAULT_RANKING, meaning_weight=1.0),
     "neighbours' share 0.3 (0.5 before)": replace(DEFAULT_RANKING, neighbour_share=0.5),
     "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0, second_neighbour_share=0.0),
@@ -186,12 +194,12 @@ def rank_candidates(
     Each candidate (a message sharing a meaningful word with the query, or close to it in
     meaning) scores its keyword score over the best one's, plus MEANING_WEIGHT times its
     similarity above VECTOR_FLOOR scaled to 0..1. Names of the participants in the query are
-    searched by neither half, and when the query names one side only, the other side's messages
-    keep OTHER_SPEAKER_SHARE of their score. A date the query names is not searched as words or
-    meaning: the messages said outside it keep DATE_SHARE of their score. Then every candidate is
-    given NEIGHBOUR_SHARE of the scores of the candidates just before and after it in its
-    conversation, and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the embedder is down
-    the words alone answer, and the result says so.
+    searched by neither half. A date the query names is not searched as words or meaning: the
+    messages said outside it keep DATE_SHARE of their score. Then every candidate is given
+    NEIGHBOUR_SHARE of the scores of the candidates just before and after it in its conversation,
+    and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the query names one side only, the
+    other side's messages keep OTHER_SPEAKER_SHARE of the sum. When the embedder is down the
+    words alone answer, and the result says so.
 
     `query_vector`: memory.vectors.embed_query_soon(query), when the caller has started it already
     (the composer, for the turn's message); used when the meaning half searches the query as given.
@@ -250,23 +258,27 @@ def rank_candidates(
             found[pk] = row
         own[pk] = own.get(pk, 0.0) + ranking.meaning_weight * (row[5] - floor) / (1.0 - floor)
     named_roles = set(named.values())
-    if len(named_roles) == 1:
+    # The side the query does not name, when it names one: its messages keep OTHER_SPEAKER_SHARE.
+    unnamed_role = next(iter(set(Message.Role.values) - named_roles)) if len(named_roles) == 1 else None
+    if unnamed_role is not None and not ranking.speaker_share_of_total:
         for pk, row in found.items():
-            if row[4] not in named_roles:
+            if row[4] == unnamed_role:
                 own[pk] *= ranking.other_speaker_share
     _weigh_by_date(found, own, dates)
 
     placed = {(row[1], row[2]): own[pk] for pk, row in found.items()}  # (conversation, order) -> own score
     share, second = ranking.neighbour_share, ranking.second_neighbour_share
+    speaker_share = ranking.other_speaker_share if unnamed_role is not None and ranking.speaker_share_of_total else 1.0
     totals: dict[int, float] = {}
-    for pk, (_, conversation_id, order, _at, _role, _score) in found.items():
+    for pk, (_, conversation_id, order, _at, role, _score) in found.items():
         near = placed.get((conversation_id, order - 1), 0.0) + placed.get((conversation_id, order + 1), 0.0)
         far = (
             placed.get((conversation_id, order - 2), 0.0) + placed.get((conversation_id, order + 2), 0.0)
             if second
             else 0.0
         )
-        totals[pk] = own[pk] + share * near + second * far
+        total = own[pk] + share * near + second * far
+        totals[pk] = total * speaker_share if role == unnamed_role else total
     # Best first; then the latest said; then the latest recorded.
     best_first = sorted(totals, key=lambda pk: (totals[pk], found[pk][3], pk), reverse=True)
     return RankedMessages(best_first, totals, degraded)

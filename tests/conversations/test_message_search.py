@@ -264,6 +264,34 @@ def test_names_of_the_participants_are_not_searched_and_the_named_side_counts_mo
     assert ranked("paint")[0] != "Hey Melanie, good to see you!"
 
 
+def test_the_other_sides_question_lifts_the_named_sides_answer(tenant, conversation):
+    """The other side keeps OTHER_SPEAKER_SHARE of its whole score, yet gives its neighbours all of
+    its own: the person's question is what finds the agent's answer that shares one word with it."""
+    from dataclasses import replace
+
+    from conversations.queries import DEFAULT_RANKING
+
+    person = conversation.person
+    tenant.agent.name = "Melanie"
+    tenant.agent.save(update_fields=["name"])
+    record_message(conversation=conversation, role="user", content="Which video game did you play at the tournament?")
+    record_message(conversation=conversation, role="assistant", content="Counter-Strike, my favourite game")
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    record_message(conversation=later, role="assistant", content="I play the video of my sister's wedding")
+    record_message(conversation=later, role="user", content="Lovely")
+    query = "Which video game did Melanie play at the tournament?"
+
+    def ranked(ranking=DEFAULT_RANKING):
+        return texts(rank_messages(agent=tenant.agent, person=person, query=query, limit=3, ranking=ranking).hits)
+
+    answer, other = "Counter-Strike, my favourite game", "I play the video of my sister's wedding"
+    found = ranked()
+    assert found.index(answer) < found.index(other)
+    # Discounting the question before its neighbours read it (the ranking before) lost the answer.
+    before = ranked(replace(DEFAULT_RANKING, speaker_share_of_total=False, other_speaker_share=0.4))
+    assert before.index(other) < before.index(answer)
+
+
 @pytest.mark.parametrize(
     ("said", "asked", "language"),
     [
