@@ -161,7 +161,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     from conversations.models import Conversation, Message, MessageVector
     from conversations.retrieval import STATISTICS
     from conversations.services import record_message, start_conversation
-    from memory import vectors
+    from memory import kept_banks, vectors
     from memory.indexing import NOTES as NOTE_INDEX
     from memory.models import Bank, Note, NoteVector
     from memory.queries import forget_kept_notes
@@ -238,6 +238,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
             vectors.forget_query_vectors()  # every turn embeds its own message, as a real one does
             if not keep:
                 forget_kept_notes()
+                kept_banks.forget_kept()
             result = compose(
                 team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
                 scope=scope, profile=profile,
@@ -250,6 +251,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
         # The first turn, before the warm-up: nothing of this person kept, their rows not yet read by
         # this profile (the first profile measured also pays for this process's first turn).
         forget_kept_notes()
+        kept_banks.forget_kept()
         started = time.perf_counter()
         one(-1)
         first = Result(f"{name}: first turn (cold)", [time.perf_counter() - started])
@@ -284,7 +286,7 @@ def run(scratch_team_slug: str) -> None:
     )
     print_table(
         "Turn composition (server-side, in process): memory_only is the in-run baseline of each size; "
-        "'nothing kept' reads every applicable note each turn (as before the notes were kept per bank version)",
+        "'nothing kept' reads every applicable note, and its bank's rows and vectors, each turn (as before they were kept per bank version)",
         [
             row
             for _, baseline, whole, unkept, _ in measured
