@@ -1,9 +1,16 @@
 """Compose benchmark, at two sizes: a typical person (three banks of 64 notes, 5,000 messages of
 theirs) and a large one (1,000 notes; 100,000 messages in the database), each broken down by layer,
-against the memory_only profile of the same size as the in-run baseline."""
+against the memory_only profile of the same size as the in-run baseline.
+
+The messages are sentences drawn from a vocabulary of 76 words, so that every query word is in a
+seventh of them: the hardest case for the passages' keyword search, and no message has a vector.
+When the LoCoMo data is at hand (bench/locomo_retrieval.py says where it is looked for), the
+typical person is measured a second time with real dialogue: LoCoMo's turns as their 5,000
+messages, each embedded, and LoCoMo's questions as the turns' messages."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 import time
@@ -117,10 +124,19 @@ class Size:
     own_messages: int  # in the conversation the turns continue
     earlier_messages: int  # in the person's earlier conversations with the same agent
     other_messages: int  # in other people's conversations (same team)
+    dialogue: bool = False  # LoCoMo's turns as the messages (embedded), its questions as the turns
 
 
 SIZES = (
     Size("typical person", notes=192, own_messages=1_000, earlier_messages=4_000, other_messages=0),
+    Size(
+        "typical person, real dialogue",
+        notes=192,
+        own_messages=1_000,
+        earlier_messages=4_000,
+        other_messages=0,
+        dialogue=True,
+    ),
     Size(
         "large person",
         notes=NOTES,
@@ -131,7 +147,23 @@ SIZES = (
 )
 
 
-def _bulk_messages(conversation: Any, count: int, rng: random.Random, start: Any, bar: Any) -> None:
+def _dialogue() -> tuple[list[str], list[str]] | None:
+    """LoCoMo's turns, in order, and its questions (categories 1-4), or None without the data."""
+    from bench.locomo_retrieval import dataset_path, load_samples, turn_text
+
+    path = dataset_path()
+    if path is None:
+        return None
+    samples = load_samples(path)
+    turns = [turn_text(turn) for sample in samples for turn in sample.turns]
+    questions = [question.text for sample in samples for question in sample.questions]
+    return turns, random.Random(7).sample(questions, len(questions))
+
+
+def _bulk_messages(
+    conversation: Any, count: int, rng: random.Random, start: Any, bar: Any, said: Any | None = None
+) -> None:
+    """`count` messages: sentences of the bench's vocabulary, or the next of `said` (an iterator)."""
     from conversations.models import Message
 
     batch: list[Message] = []
@@ -141,7 +173,7 @@ def _bulk_messages(conversation: Any, count: int, rng: random.Random, start: Any
                 team_id=conversation.team_id,
                 conversation=conversation,
                 role="user" if order % 2 else "assistant",
-                content=sentence(rng, rng.randint(5, 40)),
+                content=next(said) if said is not None else sentence(rng, rng.randint(5, 40)),
                 order=order,
                 created_at=start + timedelta(minutes=order),
             )
@@ -158,6 +190,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     """A team with one person of this size; returns a function measuring one profile's compose."""
     from accounts.services import create_agent, create_team, get_or_create_person
     from conversations.composer import compose
+    from conversations.indexing import MESSAGES
     from conversations.models import Conversation, Message, MessageVector
     from conversations.retrieval import STATISTICS
     from conversations.services import record_message, start_conversation
@@ -187,13 +220,15 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     now = timezone.now()
     start = now - timedelta(days=200)
     total = size.own_messages + size.earlier_messages + size.other_messages
+    dialogue = _dialogue() if size.dialogue else None
+    said = itertools.cycle(dialogue[0]) if dialogue is not None else None
     with tqdm(total=total, desc=f"{size.name}: messages", unit="msg") as bar:
         own = start_conversation(team=team, agent=agent, person=person, started_at=start)
-        _bulk_messages(own, size.own_messages, rng, start, bar)
+        _bulk_messages(own, size.own_messages, rng, start, bar, said)
         earlier = size.earlier_messages // 1_000
         for _ in range(earlier):
             past = Conversation.objects.create(team=team, agent=agent, person=person, started_at=start)
-            _bulk_messages(past, size.earlier_messages // earlier, rng, start, bar)
+            _bulk_messages(past, size.earlier_messages // earlier, rng, start, bar, said)
         if size.other_messages:
             others = PEOPLE - 1
             per_other, extra = divmod(size.other_messages, others)
@@ -202,7 +237,12 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
                 conversation = Conversation.objects.create(team=team, agent=agent, person=other, started_at=start)
                 _bulk_messages(conversation, per_other + (1 if index < extra else 0), rng, start, bar)
 
-    messages = [sentence(rng, rng.randint(6, 16)) for _ in range(TURNS + 10)]
+    if dialogue is not None:  # the person's messages embedded, as a worker would have long before
+        with tqdm(total=size.own_messages + size.earlier_messages, desc=f"{size.name}: embedding", unit="msg") as bar:
+            MESSAGES.reconcile(rows=Message.objects.filter(team=team), batch_size=256, progress=bar.update)
+        messages = dialogue[1][: TURNS + 10]
+    else:
+        messages = [sentence(rng, rng.randint(6, 16)) for _ in range(TURNS + 10)]
     recorded = [record_message(conversation=own, role="user", content=text) for text in messages]
     # Measured as a database that autovacuum has analysed since (as it would have long before a
     # person grows this large): without statistics the words half of the passages' search scores
@@ -267,6 +307,9 @@ def run(scratch_team_slug: str) -> None:
     settings.EMBEDDER = "local"
     measured: list[tuple[Size, Result, Result, Result, Result]] = []
     for index, size in enumerate(SIZES):
+        if size.dialogue and _dialogue() is None:
+            print(f"\n{size.name}: skipped, LoCoMo's locomo10.json was not found (set LOCOMO_DIR to its folder).")
+            continue
         measure_profile = _populate(size, f"{scratch_team_slug}-{index}")
         baseline = measure_profile("memory_only")
         whole = measure_profile("full")
@@ -278,6 +321,7 @@ def run(scratch_team_slug: str) -> None:
         print(
             f"\n{size.name}: {size.notes:,} notes in three banks; {size.own_messages:,} messages in the conversation, "
             f"{size.earlier_messages:,} in earlier ones, {size.other_messages:,} of other people"
+            + ("; LoCoMo's turns as the messages (embedded), its questions as the turns" if size.dialogue else "")
         )
     print(
         f"\nEach profile: its first turn is timed alone (nothing kept of the person's notes), then {WARMUP - 1} "

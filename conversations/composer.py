@@ -301,6 +301,8 @@ class _Composer:
         self._ranked = rank_candidates(
             agent=self.agent, person=self.person, query=self.message.content, query_vector=self._vector
         )
+        if self._ranked.degraded:  # found by words alone: the turn says so
+            self.degraded.append("passages")
 
     def passages(self, room: int, hidden: set[int]) -> tuple[Block | None, list[int]]:
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)

@@ -259,16 +259,16 @@ def rank_candidates(
         own[pk] = own.get(pk, 0.0) + ranking.meaning_weight * (row[5] - floor) / (1.0 - floor)
     named_roles = set(named.values())
     # The side the query does not name, when it names one: its messages keep OTHER_SPEAKER_SHARE.
-    unnamed_role = next(iter(set(Message.Role.values) - named_roles)) if len(named_roles) == 1 else None
-    if unnamed_role is not None and not ranking.speaker_share_of_total:
+    one_side = len(named_roles) == 1
+    if one_side and not ranking.speaker_share_of_total:
         for pk, row in found.items():
-            if row[4] == unnamed_role:
+            if row[4] not in named_roles:
                 own[pk] *= ranking.other_speaker_share
     _weigh_by_date(found, own, dates)
 
     placed = {(row[1], row[2]): own[pk] for pk, row in found.items()}  # (conversation, order) -> own score
     share, second = ranking.neighbour_share, ranking.second_neighbour_share
-    speaker_share = ranking.other_speaker_share if unnamed_role is not None and ranking.speaker_share_of_total else 1.0
+    speaker_share = ranking.other_speaker_share if one_side and ranking.speaker_share_of_total else 1.0
     totals: dict[int, float] = {}
     for pk, (_, conversation_id, order, _at, role, _score) in found.items():
         near = placed.get((conversation_id, order - 1), 0.0) + placed.get((conversation_id, order + 1), 0.0)
@@ -278,7 +278,7 @@ def rank_candidates(
             else 0.0
         )
         total = own[pk] + share * near + second * far
-        totals[pk] = total * speaker_share if role == unnamed_role else total
+        totals[pk] = total * speaker_share if one_side and role not in named_roles else total
     # Best first; then the latest said; then the latest recorded.
     best_first = sorted(totals, key=lambda pk: (totals[pk], found[pk][3], pk), reverse=True)
     return RankedMessages(best_first, totals, degraded)

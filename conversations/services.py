@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -22,6 +23,7 @@ from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
+from memory import vectors
 from memory.language import text_search_config
 from memory.models import Read
 from memory.queries import TurnContext
@@ -193,6 +195,8 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
     forget_reads_of(team=team, messages=[pk for pk, _, _ in erased])  # a query that found one may quote it
     for person_id, said in said_by_person.items():  # and so may one that found nothing
         forget_reads_of(team=team, texts=said, person_id=person_id)
+    erased_texts = [text for said in said_by_person.values() for text in said]
+    transaction.on_commit(partial(vectors.forget_query_texts, erased_texts))  # a turn's query was its text
     lowest: dict[int, int] = {}
     for _, conversation_id, order in erased:
         lowest[conversation_id] = min(order, lowest.get(conversation_id, order))

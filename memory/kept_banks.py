@@ -110,15 +110,20 @@ class KeptBank:
     def terms(self) -> list[Terms]:
         """Each row's words, read when a recall first needs them (the composer, which keeps only
         the vectors, never does): from TERMS, or the notes' text for those not seen before."""
-        if self._terms is None:
+        terms = self._terms
+        if terms is None:
+            # Read outside the lock (a turn reading vectors need not wait on it); two recalls that
+            # both find it missing read the same words, and either's list is kept.
+            known = self._known
+            missing = [index for index in range(len(self.rows)) if index not in known]
+            read = dict(zip(missing, text_terms([self.rows[index] for index in missing]), strict=True))
+            terms = [known[index] if index in known else read[index] for index in range(len(self.rows))]
             with self.lock:
                 if self._terms is None:
-                    missing = [index for index in range(len(self.rows)) if index not in self._known]
-                    read = dict(zip(missing, text_terms([self.rows[index] for index in missing]), strict=True))
-                    self._terms = [self._known[index] if index in self._known else read[index]
-                                   for index in range(len(self.rows))]  # fmt: skip
+                    self._terms = terms
                     self._known = {}
-        return self._terms
+                terms = self._terms
+        return terms
 
     def places(self) -> dict[int, int]:
         """Each note's row, by id (found once)."""
@@ -493,10 +498,19 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
 
 
 def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vector: Any, model: str, dim: int
-                 ) -> dict[int, float]:  # fmt: skip
+                 ) -> dict[int, float] | None:  # fmt: skip
     """Cosine similarity to `vector` of each of these notes (id -> the hash of its present text)
     that has a vector of that text, from the banks as kept (the composer orders a turn's notes by
-    it): no distance is computed by the database on a turn, and a vector is looked up once."""
+    it): no distance is computed by the database on a turn, and a vector is looked up once.
+
+    None when a bank is not kept yet and keeping it would take room other banks hold (more than
+    KEPT_NOTES in all): the caller asks the database, so that a process serving more people's
+    notes than it keeps does not read whole banks turn after turn, dropping one for another."""
+    with _kept_lock:
+        unkept = [bank for bank in banks if bank.pk not in _kept_banks]
+        notes_kept = sum(len(kept.rows) for kept in _kept_banks.values())
+    if unkept and notes_kept + len(current) > KEPT_NOTES:
+        return None
     now = timezone.now()
     parts: list[tuple[KeptBank, list[int]]] = []
     for bank in banks:

@@ -21,6 +21,7 @@ from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
+from memory.indexing import namespace_for
 from memory.models import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -29,6 +30,7 @@ from memory.models import (
     CategoryMute,
     Note,
     NoteQuerySet,
+    NoteVector,
     OntologyNode,
     Revision,
 )
@@ -386,15 +388,39 @@ def _read_kept(
     )
 
 
+# The cosine distance of each kept note's vector of this team's namespace, this model and width (see
+# memory.vectors.similarities), with the hash of the text it was computed from: only a vector of
+# the note's present text counts (compared in Python: a join on 1,000 hashes cost Postgres more).
+_DISTANCES = """
+SELECT v.note_id, v.text_hash, v.embedding <=> %(vector)s::vector
+FROM {vector} v
+WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespace = %(namespace)s
+  AND v.model = %(model)s AND v.dim = %(dim)s
+"""
+
+
 def _distances(*, team: Team, kept: _Kept, banks: list[Bank], vector: Any, model: str, dim: int) -> dict[int, float]:
-    """The cosine distance of each kept note's vector of its present text to `vector`, from the
-    vectors recall keeps of these banks (memory.kept_banks)."""
+    """The cosine distance of each kept note's vector of its present text to `vector`: from the
+    vectors kept of these banks (memory.kept_banks), or computed by pgvector when the process has
+    no room to keep them."""
     if vector is None or not kept.ids:
         return {}
     from memory import kept_banks  # it applies this module's rules: imported when first needed
 
     found = kept_banks.similarities(team=team, banks=banks, current=kept.hashes, vector=vector, model=model, dim=dim)
-    return {note_id: 1.0 - similarity for note_id, similarity in found.items()}
+    if found is not None:
+        return {note_id: 1.0 - similarity for note_id, similarity in found.items()}
+    params: dict[str, Any] = {
+        "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
+        "ids": "{" + ",".join(map(str, kept.ids)) + "}",
+        "team": team.pk,
+        "namespace": namespace_for(team.pk),
+        "model": model,
+        "dim": dim,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
+        return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
 
 
 def turn_notes(

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -52,8 +53,8 @@ def kept_query_vector(text: str) -> tuple[np.ndarray | None, str] | None:
     if embedder is None:
         return None
     with _lock:
-        kept = (embedder.model, embedder.dim, text) in _QUERY_CACHE
-    return embed_query(text) if kept else None
+        vector = _QUERY_CACHE.get((embedder.model, embedder.dim, text))
+    return (vector, "") if vector is not None else None
 
 
 def embed_query(text: str) -> tuple[np.ndarray | None, str]:
@@ -104,6 +105,17 @@ def preload() -> None:
             logger.exception("preloading the embedder and the language identifier failed")
 
     threading.Thread(target=load, name="mnemo-preload", daemon=True).start()
+
+
+def forget_query_texts(texts: Iterable[str]) -> None:
+    """Drop the kept vectors of these texts (an erased message was a turn's query: its text is a
+    key here), in this process; other processes' entries age out unused (nothing shows a key)."""
+    gone = set(texts)
+    with _lock:
+        for key in [key for key in _QUERY_CACHE if key[2] in gone]:
+            del _QUERY_CACHE[key]
+        for key in [key for key in _QUERY_FAILURES if key[2] in gone]:
+            del _QUERY_FAILURES[key]
 
 
 def forget_query_vectors() -> None:

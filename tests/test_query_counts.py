@@ -21,6 +21,7 @@ from conversations.services import record_message, start_conversation
 from memory.models import Bank
 from memory.queries import build_digest
 from memory.services import latch_full, mute_category, remember
+from memory.vectors import embed_query
 from tests.factories import AgentFactory, PersonFactory, chat, note_fields
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +116,8 @@ COMPOSE = (
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
     + 1  # passages: the keyword search over this agent's messages with this person and the message
-    #      vectors close to the query, sent together (the message's vector is kept from the notes')
+    #      vectors close to the query, sent together: the message's vector is kept already (the
+    #      tests embed it first; a turn whose embedding is still running sends the two apart)
     + 1  # passages: the messages found (in_bulk)
 )
 
@@ -136,7 +138,11 @@ def long_memory(tenant, person, actor, conversation, index_inline, rows: int):
     latch_full(
         bank=Bank.objects.get(team=tenant.team, address="user:ada"), actor=actor, reason="a notice in the digest"
     )
-    return record_message(conversation=conversation, role="user", content="Tell me the lighthouse keeper story again")
+    message = record_message(
+        conversation=conversation, role="user", content="Tell me the lighthouse keeper story again"
+    )
+    embed_query(message.content)  # its vector kept, so the passages' two halves always go together (COMPOSE)
+    return message
 
 
 @pytest.mark.parametrize("rows", ROWS)

@@ -229,3 +229,18 @@ def test_a_pass_that_read_a_summary_erased_meanwhile_applies_nothing(tenant, per
     assert outcome.startswith("discarded")
     schedule.assert_called_once()
     assert find_text(word) == []
+
+
+@pytest.mark.django_db
+def test_an_erased_message_is_no_longer_a_kept_query_text(
+    tenant, person, conversation, django_capture_on_commit_callbacks
+):
+    from memory.vectors import embed_query, kept_query_vector
+
+    said = "My secret plan for the tunnel under the garden"
+    message = record_message(conversation=conversation, role="user", content=said)
+    embed_query(said)  # a turn embeds its message as the passages' and the notes' query
+    assert kept_query_vector(said) is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        erase_message(message=message)
+    assert kept_query_vector(said) is None

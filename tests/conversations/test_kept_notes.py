@@ -210,3 +210,39 @@ def test_a_kept_note_is_ranked_by_its_vector_only_while_the_vector_is_of_its_pre
     edit_note(note=Note.objects.get(key="boat"), actor=actor, mode="replace", content="Ada sold her boat.")
 
     assert ranked() == ["bees", "boat"]
+
+
+def test_a_turn_orders_its_notes_by_the_same_distances_whether_their_banks_are_kept_or_not(
+    tenant, person, actor, mocker, index_inline
+):
+    """Without room to keep the banks (more notes of other banks kept than KEPT_NOTES), a turn asks
+    pgvector for the distances instead, and keeps nothing: the same order either way."""
+    from memory import kept_banks
+    from memory.embedders import get_embedder
+    from memory.vectors import embed_query
+
+    with index_inline():
+        for i, content in enumerate(["Ada sails on the fjord", "Ada bakes rye bread", "Ada's cat naps", "Rain again"]):
+            remember(team=tenant.team, person=person, actor=actor, scope=SCOPE, key=f"n{i}", description=f"Note {i}",
+                     content=content)  # fmt: skip
+    vector, _ = embed_query("Tell me about sailing and boats")
+    embedder = get_embedder()
+    assert embedder is not None
+
+    def order() -> list[str]:
+        found = queries.turn_notes(
+            team=tenant.team, person=person, agent=tenant.agent, scope=SCOPE, context=None, vector=vector,
+            model=embedder.model, dim=embedder.dim,
+        )  # fmt: skip
+        return [note.key for note in found.notes]
+
+    mocker.patch.object(kept_banks, "KEPT_NOTES", 0)
+    kept_banks.forget_kept()
+    without_room = order()
+    assert kept_banks._kept_banks == {}
+    mocker.patch.object(kept_banks, "KEPT_NOTES", 20_000)
+    queries.forget_kept_notes()
+    with_room = order()
+    assert kept_banks._kept_banks  # now kept
+    assert with_room == without_room
+    assert len(with_room) == 4
