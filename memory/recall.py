@@ -376,6 +376,22 @@ def _query_vector(query: str, mode: Mode) -> Future[tuple[Any, str]] | None:
     return vectors.embed_query_soon(query)
 
 
+def _recalled(
+    team: Team, person: Person, agent: Agent | None, query: str, *, scope: str, context: TurnContext | None,
+    mode: Mode, limit: int,
+) -> tuple[Visible, list[Scored], list[str]]:  # fmt: skip
+    """The visible candidates and the first `limit` matches, the query embedded while they are read."""
+    vector = _query_vector(query, mode)
+    try:
+        shown = visible(team=team, person=person, agent=agent, scope=scope, context=context)
+    except BaseException:
+        if vector is not None:
+            vector.cancel()
+        raise
+    scored, degraded = _rank_visible(team, shown, query, mode=mode, limit=limit, vector=vector)
+    return shown, scored, degraded
+
+
 def _load(ids: list[int]) -> dict[int, Note]:
     return Note.objects.select_related("bank").in_bulk(ids)
 
@@ -413,14 +429,7 @@ def recall_memories(
     context: TurnContext | None = None,
     mode: Mode = "hybrid",
 ) -> Ranked:
-    vector = _query_vector(query, mode)
-    try:
-        shown = visible(team=team, person=person, agent=agent, scope=scope, context=context)
-    except BaseException:
-        if vector is not None:
-            vector.cancel()
-        raise
-    scored, degraded = _rank_visible(team, shown, query, mode=mode, limit=limit, vector=vector)
+    _, scored, degraded = _recalled(team, person, agent, query, scope=scope, context=context, mode=mode, limit=limit)
     return Ranked(_hits(scored, limit), degraded)
 
 
@@ -497,15 +506,10 @@ def recall_bundle(
     No note contributes more than max_per_source characters (a longer one is cut and marked
     truncated); what does not fit the budget is listed in `omitted`, never dropped silently.
     """
-    vector = _query_vector(query, "hybrid")
-    try:
-        shown = visible(team=team, person=person, agent=agent, scope=scope, context=context)
-    except BaseException:
-        if vector is not None:
-            vector.cancel()
-        raise
+    shown, scored, degraded = _recalled(
+        team, person, agent, query, scope=scope, context=context, mode="hybrid", limit=seeds
+    )
     by_key = {c.key: c.pk for c in shown.candidates}
-    scored, degraded = _rank_visible(team, shown, query, mode="hybrid", limit=seeds, vector=vector)
     ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(scored, seeds)]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]
