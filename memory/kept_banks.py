@@ -11,6 +11,7 @@ the notes no write touched (by each row's xmin and updated_at) and reads only th
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
@@ -522,17 +523,24 @@ def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vect
         ]
         parts.append((kept, keep))
     _bound({bank.pk for bank in banks})
+    seen = Visible(parts)
+    scores = cosines(team, seen, vector, model=model, dim=dim)
+    return {row.pk: score for row, score in zip(seen.candidates, scores.tolist(), strict=True) if not math.isnan(score)}
+
+
+def cosines(team: Team, seen: Visible, vector: Any, *, model: str, dim: int) -> np.ndarray:
+    """The cosine similarity to `vector` of each of seen.candidates, in that order, from the vectors
+    of their present text (NaN for a note that has none yet)."""
     unit = np.asarray(vector, dtype=np.float32)
     unit = unit / (float(np.linalg.norm(unit)) or 1.0)
-    found: dict[int, float] = {}
-    for (kept, keep), held in zip(parts, present_vectors(team, Visible(parts), model, dim), strict=True):
-        if not keep:
-            continue
-        rows_at = np.asarray(keep)
-        with kept.lock:  # each row read with its flag
-            scores = held.matrix[rows_at] @ unit
-            present = held.present[rows_at]
-        for at, score, ok in zip(keep, scores.tolist(), present.tolist(), strict=True):
-            if ok:
-                found[kept.rows[at].pk] = score
+    found = np.full(sum(len(keep) for _, keep in seen.banks), np.nan)
+    start = 0
+    for (kept, keep), held in zip(seen.banks, present_vectors(team, seen, model, dim), strict=True):
+        if keep:
+            rows = np.asarray(keep)
+            with kept.lock:  # each row read with its flag
+                scores = held.matrix[rows] @ unit
+                present = held.present[rows]
+            found[start : start + len(keep)] = np.where(present, scores, np.nan)
+        start += len(keep)
     return found

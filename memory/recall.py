@@ -44,9 +44,9 @@ from memory.kept_banks import (
     Terms,
     Visible,
     candidates,
+    cosines,
     glossaries,
     glossed,
-    present_vectors,
     text_terms,
     visible,
 )
@@ -327,18 +327,7 @@ def _rank_visible(
         if query_vector is None or embedder is None:
             degraded = ["vectors"] if reason else []
         else:
-            unit = np.asarray(query_vector, dtype=np.float32)
-            unit = unit / (float(np.linalg.norm(unit)) or 1.0)
-            start = 0
-            for (kept, keep), held in zip(seen.banks, present_vectors(team, seen, embedder.model, embedder.dim),
-                                          strict=True):  # fmt: skip
-                if keep:
-                    rows = np.asarray(keep)
-                    with kept.lock:  # each row read with its flag
-                        scores = held.matrix[rows] @ unit
-                        present = held.present[rows]
-                    similarity[start : start + len(keep)] = np.where(present, scores, np.nan)
-                start += len(keep)
+            similarity = cosines(team, seen, query_vector, model=embedder.model, dim=embedder.dim)
     has_vector = ~np.isnan(similarity)
     keyword = np.zeros(n)
     bm25_scores = np.zeros(n)

@@ -53,6 +53,19 @@ def digest(tenant, person, conversation, *, agent=None) -> str:
     return next(block.text for block in composition.blocks if block.layer == "notes")
 
 
+def turn_order(tenant, person, vector) -> list[str]:
+    """The keys of a turn's notes in the order the composer gives them, ranked against `vector`."""
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    assert embedder is not None
+    found = queries.turn_notes(
+        team=tenant.team, person=person, agent=tenant.agent, scope=SCOPE, context=None, vector=vector,
+        model=embedder.model, dim=embedder.dim,
+    )  # fmt: skip
+    return [note.key for note in found.notes]
+
+
 def kept_versions() -> list[tuple[tuple[int, int, bool], ...]]:
     return [kept.banks for kept in queries._kept.values()]
 
@@ -198,11 +211,7 @@ def test_a_kept_note_is_ranked_by_its_vector_only_while_the_vector_is_of_its_pre
     vector = embedder.embed(["Ada sails a small boat on the fjord."])[0]
 
     def ranked() -> list[str]:
-        found = queries.turn_notes(
-            team=tenant.team, person=person, agent=tenant.agent, scope=SCOPE, context=None, vector=vector,
-            model=embedder.model, dim=embedder.dim,
-        )  # fmt: skip
-        return [note.key for note in found.notes]
+        return turn_order(tenant, person, vector)
 
     assert ranked() == ["boat", "bees"]
 
@@ -218,7 +227,6 @@ def test_a_turn_orders_its_notes_by_the_same_distances_whether_their_banks_are_k
     """Without room to keep the banks (more notes of other banks kept than KEPT_NOTES), a turn asks
     pgvector for the distances instead, and keeps nothing: the same order either way."""
     from memory import kept_banks
-    from memory.embedders import get_embedder
     from memory.vectors import embed_query
 
     with index_inline():
@@ -226,15 +234,9 @@ def test_a_turn_orders_its_notes_by_the_same_distances_whether_their_banks_are_k
             remember(team=tenant.team, person=person, actor=actor, scope=SCOPE, key=f"n{i}", description=f"Note {i}",
                      content=content)  # fmt: skip
     vector, _ = embed_query("Tell me about sailing and boats")
-    embedder = get_embedder()
-    assert embedder is not None
 
     def order() -> list[str]:
-        found = queries.turn_notes(
-            team=tenant.team, person=person, agent=tenant.agent, scope=SCOPE, context=None, vector=vector,
-            model=embedder.model, dim=embedder.dim,
-        )  # fmt: skip
-        return [note.key for note in found.notes]
+        return turn_order(tenant, person, vector)
 
     mocker.patch.object(kept_banks, "KEPT_NOTES", 0)
     kept_banks.forget_kept()
