@@ -46,6 +46,10 @@ class Conversation(models.Model):
     external_id = models.CharField(
         max_length=100, blank=True, help_text="The caller's id for an imported conversation, if any."
     )
+    # Raised by every erasure of its messages (conversations.services.erase_messages): a process
+    # that keeps the conversation's words and vectors for search (conversations.kept_pairs) reads
+    # it again when this changed. Appends need no counter: each takes the next order.
+    erasures = models.PositiveIntegerField(default=0)
 
     objects = ConversationQuerySet.as_manager()
 

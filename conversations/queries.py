@@ -11,9 +11,10 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Agent, Person
+from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
-from conversations.retrieval import Row, Scope, keyword_statement, run_together, similar_statement
+from conversations.retrieval import CANDIDATES, Row, keyword_statement, run_together, similar_statement
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
@@ -226,21 +227,37 @@ def rank_candidates(
     soon = None
     if embedder is not None and kept is None:
         soon = query_vector if query_vector is not None and meaning_query == asked else embed_query_soon(meaning_query)
-    scope = Scope.of(agent, person, words=" ".join(terms) if ranking.words else "", config=text_search_config(query))
-    words_query = keyword_statement(scope) if ranking.words else None
-    keyword: list[Row] = []
-    if soon is not None:
-        keyword = run_together([words_query])[0] if words_query is not None else []
+    vectors = (embedder.model, embedder.dim) if embedder is not None else None
+    words_asked = " ".join(terms) if ranking.words else ""
+    with kept_pairs.synced(
+        agent=agent, person=person, words=words_asked, config=text_search_config(query), vectors=vectors
+    ) as pair:
+        # A kept pair answers the words half here, and the meaning half too when it keeps vectors;
+        # what it cannot answer goes to the database as before (conversations.retrieval).
+        scope, held = pair.scope, pair.kept
+        keyword: list[Row] = []
         words_query = None
-        kept = soon.result()
-    embedded, degraded = kept if kept is not None else (None, "")
-    pending = [words_query] if words_query is not None else []
-    if embedder is not None and embedded is not None:
-        pending.append(similar_statement(scope, embedded, model=embedder.model, width=embedder.dim)[0])
+        if ranking.words and held is not None:
+            keyword = held.keyword_rows(scope.lexemes, CANDIDATES)
+        elif ranking.words:
+            words_query = keyword_statement(scope)
+        if soon is not None:
+            keyword = run_together([words_query])[0] if words_query is not None else keyword
+            words_query = None
+            kept = soon.result()
+        embedded, degraded = kept if kept is not None else (None, "")
+        pending = [words_query] if words_query is not None else []
+        similar: list[Row] = []
+        if embedder is not None and embedded is not None:
+            if pair.has_vectors and held is not None:
+                similar = held.similar_rows(embedded, CANDIDATES)
+            else:
+                pending.append(similar_statement(scope, embedded, model=embedder.model, width=embedder.dim)[0])
     rows = run_together(pending) if pending else []
     if words_query is not None:
         keyword = rows.pop(0)
-    similar = rows[0] if rows else []
+    if rows:
+        similar = rows[0]
 
     # Plain dicts by message id (its row, its own score), not an object per candidate: at 100,000
     # messages a search has about 570 candidates, which objects (and a timestamp computed in every

@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
 from config.text import TextKind, check_text
+from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
@@ -197,6 +198,8 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
         forget_reads_of(team=team, texts=said, person_id=person_id)
     erased_texts = [text for said in said_by_person.values() for text in said]
     transaction.on_commit(partial(vectors.forget_query_texts, erased_texts))  # a turn's query was its text
+    Conversation.objects.filter(team_id=team.pk, pk__in=conversation_ids).update(erasures=F("erasures") + 1)
+    transaction.on_commit(partial(kept_pairs.forget_conversations, conversation_ids))  # this process's at once
     lowest: dict[int, int] = {}
     for _, conversation_id, order in erased:
         lowest[conversation_id] = min(order, lowest.get(conversation_id, order))
@@ -245,6 +248,7 @@ def delete_conversation(*, conversation: Conversation) -> None:
     _lock_rows(Conversation.objects.filter(team_id=conversation.team_id, pk=conversation.pk))
     _lock_rows(Message.objects.filter(team_id=conversation.team_id, conversation=conversation))
     forget_reads_of(team=conversation.team, messages=list(conversation.messages.values_list("pk", flat=True)))
+    transaction.on_commit(partial(kept_pairs.forget_conversations, [conversation.pk]))
     conversation.delete()
 
 

@@ -78,12 +78,14 @@ def _no_reads_left_pending() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _no_turn_notes_kept() -> None:
     """Each test starts with nothing kept of turn notes (memory.queries.turn_notes) or of recall's
-    banks (memory.recall) from another's rolled-back banks."""
+    banks (memory.recall) or of the conversation search's pairs, from another's rolled-back rows."""
+    from conversations.kept_pairs import forget_kept_pairs
     from memory.kept_banks import forget_kept
     from memory.queries import forget_kept_notes
 
     forget_kept_notes()
     forget_kept()
+    forget_kept_pairs()
 
 
 @pytest.fixture(autouse=True)

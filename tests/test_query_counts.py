@@ -114,10 +114,9 @@ COMPOSE = (
     + 2 * 3  # each of the three banks: its notes' row versions, then their light rows
     + 1  # the vectors of those notes' present text, all in one read
     + 1  # the content of the notes that fit, and only theirs
-    + 1  # passages: the pair's size and the query's lexemes (conversations.retrieval.Scope)
-    + 1  # passages: the keyword search over this agent's messages with this person and the message
-    #      vectors close to the query, sent together: the message's vector is kept already (the
-    #      tests embed it first; a turn whose embedding is still running sends the two apart)
+    + 1  # passages: the pair's conversations, with the messages and vectors new to this process
+    #      and the query's lexemes (conversations.kept_pairs); both halves of the search then run
+    #      over what the process keeps of the pair
     + 1  # passages: the messages found (in_bulk)
 )
 

@@ -1,0 +1,216 @@
+"""What the conversation search keeps of each pair (conversations.kept_pairs): the same answers as
+the search in SQL, brought up to date by every search, and nothing of an erased message kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conversations import kept_pairs
+from conversations.indexing import MESSAGES
+from conversations.models import Conversation, MessageVector
+from conversations.queries import rank_candidates, search_messages
+from conversations.services import delete_conversation, erase_message, record_message, start_conversation
+from memory.vectors import forget_query_vectors
+from tests.factories import AgentFactory, PersonFactory
+
+pytestmark = pytest.mark.django_db
+
+SAID = [
+    ("user", "We sailed to the island on Saturday and the ferry was late"),
+    ("assistant", "How was the weather on the island?"),
+    ("user", "Rain all morning, then sun over the harbour"),
+    ("assistant", "Did you take the dog sailing?"),
+    ("user", "Max the greyhound hates boats, he stayed home with my sister"),
+    ("assistant", "Your sister lives in Bergen, right?"),
+    ("user", "Yes, Bergen, near the fish market and the harbour"),
+    ("assistant", "Any plans for the island again?"),
+    ("user", "Next month, if the weather holds and the ferry runs"),
+]
+QUERIES = [
+    "island ferry",
+    "what did the weather do on the island",
+    "sister Bergen harbour",
+    "greyhound boats",
+    "sun rain harbour ferry island weather",
+    "nothing matches zebra",
+]
+
+
+def said(conversation, lines=SAID):
+    return [record_message(conversation=conversation, role=role, content=text) for role, text in lines]
+
+
+def ranked(agent, person, query):
+    found = rank_candidates(agent=agent, person=person, query=query)
+    return found.best_first, found.totals
+
+
+def kept_pair(agent, person):
+    return kept_pairs._pairs.get((agent.team_id, agent.pk, person.pk))
+
+
+@pytest.fixture
+def embedded(tenant, person, conversation, index_inline):
+    with index_inline():
+        messages = said(conversation)
+    return messages
+
+
+def test_the_kept_pair_ranks_exactly_as_the_search_in_sql(tenant, person, embedded, settings):
+    in_process = {query: ranked(tenant.agent, person, query) for query in QUERIES}
+    assert kept_pair(tenant.agent, person) is not None
+    assert kept_pair(tenant.agent, person).matrix is not None  # both halves ran here
+    settings.SEARCH_KEPT_MESSAGES = 0
+    kept_pairs.forget_kept_pairs()
+    for query in QUERIES:
+        best_first, totals = ranked(tenant.agent, person, query)
+        assert in_process[query][0] == best_first, query
+        assert in_process[query][1] == pytest.approx(totals, abs=1e-5), query
+    assert kept_pair(tenant.agent, person) is None  # nothing kept at 0
+    assert any(in_process[query][0] for query in QUERIES)
+
+
+def test_each_search_reads_what_was_said_since(tenant, person, conversation, embedded, index_inline):
+    assert search_messages(agent=tenant.agent, person=person, query="kayak paddle") == []
+    kept = kept_pair(tenant.agent, person)
+    with index_inline():
+        late = record_message(conversation=conversation, role="user", content="I bought a kayak and a paddle")
+        other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+        newer = record_message(conversation=other, role="user", content="The kayak tipped over in the fjord")
+    found = search_messages(agent=tenant.agent, person=person, query="kayak paddle")
+    assert [hit.message.pk for hit in found] == [late.pk, newer.pk]
+    assert kept_pair(tenant.agent, person) is kept  # appended to, not read again
+    assert len(kept) == len(SAID) + 2
+    assert kept.conversations.keys() == {conversation.pk, other.pk}
+
+
+def test_a_vector_stored_after_its_message_was_kept_is_found_by_meaning(
+    tenant, person, conversation, index_inline, mocker
+):
+    message = said(conversation, [("user", "We talked about the weather")])[0]
+    query = "anything at all in other words"  # shares no word: only the vector can find it
+    assert search_messages(agent=tenant.agent, person=person, query=query) == []
+    kept = kept_pair(tenant.agent, person)
+    assert kept is not None
+    assert kept.missing == [0]
+    assert MESSAGES.index([message.pk]) == 1  # the embedding task, after the search kept the message
+    stored = np.array(MessageVector.objects.get(message=message).embedding, dtype=np.float32)
+    mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
+    forget_query_vectors()  # the first search's own vector of the query is kept
+    assert [hit.message.pk for hit in search_messages(agent=tenant.agent, person=person, query=query)] == [message.pk]
+    assert kept_pair(tenant.agent, person) is kept
+    assert kept.missing == []
+
+
+def test_a_backlog_of_vectors_is_caught_up_a_share_at_a_time(tenant, person, conversation, settings, monkeypatch):
+    monkeypatch.setattr(kept_pairs, "PROBE", 4)
+    settings.EMBEDDER = "none"
+    messages = said(conversation)
+    settings.EMBEDDER = "hashing"
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    assert len(kept.missing) == len(SAID)
+    assert MESSAGES.index([m.pk for m in messages]) == len(SAID)
+    searches = 0
+    while kept.missing:
+        search_messages(agent=tenant.agent, person=person, query="island")
+        searches += 1
+        assert searches <= len(SAID)  # every search finds some, newest and oldest alike
+    assert bool(kept.present.view().all())
+    assert searches > 1  # a few at a time: never the whole backlog at once
+
+
+def test_an_erasure_elsewhere_makes_the_next_search_read_the_pair_again(tenant, person, conversation, embedded):
+    assert search_messages(agent=tenant.agent, person=person, query="greyhound boats")
+    kept = kept_pair(tenant.agent, person)
+    assert "greyhound" in kept.holding
+    # Erased in another process: this one's commit hook does not run here (no on_commit in a test
+    # transaction), so only Conversation.erasures tells the search.
+    erase_message(message=embedded[4])
+    assert Conversation.objects.get(pk=conversation.pk).erasures == 1
+    assert search_messages(agent=tenant.agent, person=person, query="greyhound boats") == []
+    fresh = kept_pair(tenant.agent, person)
+    assert fresh is not kept
+    assert "greyhound" not in fresh.holding
+    assert "boat" not in fresh.holding
+    assert embedded[4].pk not in {row[0] for row in fresh.rows}
+    assert len(fresh) == len(SAID) - 1
+
+
+def test_an_erasure_drops_this_process_copy_once_it_commits(
+    tenant, person, embedded, django_capture_on_commit_callbacks
+):
+    search_messages(agent=tenant.agent, person=person, query="greyhound")
+    assert kept_pair(tenant.agent, person) is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        erase_message(message=embedded[0])
+    assert kept_pair(tenant.agent, person) is None  # nothing of the pair stays in memory
+
+
+def test_a_deleted_conversation_leaves_the_kept_pair(tenant, person, conversation, embedded, index_inline):
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    with index_inline():
+        record_message(conversation=other, role="user", content="A secret about the kayak")
+    assert search_messages(agent=tenant.agent, person=person, query="kayak secret")
+    delete_conversation(conversation=other)
+    assert search_messages(agent=tenant.agent, person=person, query="kayak secret") == []
+    assert "kayak" not in kept_pair(tenant.agent, person).holding
+
+
+def test_a_pair_too_large_to_keep_is_searched_in_sql(tenant, person, embedded, settings):
+    expected = [hit.message.pk for hit in search_messages(agent=tenant.agent, person=person, query="island ferry")]
+    kept_pairs.forget_kept_pairs()
+    settings.SEARCH_KEPT_MESSAGES = len(SAID) - 1
+    assert [hit.message.pk for hit in search_messages(agent=tenant.agent, person=person, query="island ferry")] == (
+        expected
+    )
+    assert kept_pair(tenant.agent, person) is None
+
+
+def test_a_pair_with_more_messages_than_vectors_kept_keeps_its_words_and_asks_sql_for_meaning(
+    tenant, person, embedded, settings, mocker
+):
+    settings.SEARCH_KEPT_VECTORS = len(SAID) - 1
+    stored = np.array(MessageVector.objects.get(message=embedded[2]).embedding, dtype=np.float32)
+    mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
+    forget_query_vectors()
+    found = search_messages(agent=tenant.agent, person=person, query="anything at all in other words")
+    assert found
+    assert found[0].message.pk == embedded[2].pk
+    kept = kept_pair(tenant.agent, person)
+    assert kept is not None
+    assert kept.matrix is None
+    assert len(kept) == len(SAID)
+
+
+def test_the_least_recently_searched_pair_is_dropped_first(tenant, person, conversation, embedded, settings):
+    other_person = PersonFactory(team=tenant.team)
+    other_conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=other_person)
+    said(other_conversation)
+    search_messages(agent=tenant.agent, person=person, query="island")
+    search_messages(agent=tenant.agent, person=other_person, query="island")
+    assert kept_pairs.kept_counts()[0] == 2 * len(SAID)
+    settings.SEARCH_KEPT_MESSAGES = len(SAID) + 1
+    search_messages(agent=tenant.agent, person=other_person, query="ferry")
+    assert kept_pair(tenant.agent, person) is None
+    assert kept_pair(tenant.agent, other_person) is not None
+
+
+def test_pairs_are_kept_apart(tenant, person, conversation, embedded):
+    other_agent = AgentFactory(team=tenant.team)
+    conversation_of_other = start_conversation(team=tenant.team, agent=other_agent, person=person)
+    record_message(conversation=conversation_of_other, role="user", content="The kayak is for the other agent")
+    assert search_messages(agent=tenant.agent, person=person, query="kayak") == []
+    found = search_messages(agent=other_agent, person=person, query="kayak")
+    assert [hit.message.conversation_id for hit in found] == [conversation_of_other.pk]
+
+
+def test_another_embedder_s_vectors_are_never_mixed_in(tenant, person, embedded, settings, index_inline):
+    search_messages(agent=tenant.agent, person=person, query="island")
+    assert kept_pair(tenant.agent, person).where == ("hashing-v1-256", 256)
+    settings.EMBEDDING_DIM = 64
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    assert kept.where == ("hashing-v1-64", 64)
+    assert len(kept.missing) == len(SAID)  # none of this model's yet
