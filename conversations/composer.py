@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ from accounts.models import Agent, Person, Team
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
-from conversations.queries import RankedMessages, rank_candidates, worth_searching
+from conversations.queries import PendingSearch, RankedMessages, start_search, worth_searching
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
@@ -176,7 +177,8 @@ class _Composer:
         self.passages_bound = False
         self.timings: dict[str, float] = {}  # milliseconds spent on each part of the turn
         self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
-        self._ranked: RankedMessages | None = None  # the passages' search (search), when there is one
+        self._search: PendingSearch | None = None  # the passages' search, begun (search)
+        self._ranked: RankedMessages | None = None  # and ranked (finish_search), when there is one
         self._clock = time.perf_counter()
 
     def _lap(self, part: str) -> None:
@@ -225,21 +227,36 @@ class _Composer:
         allowed = budget.allowance(room, settings.NOTES_CHARS)
         if allowed <= 0:
             return None
-        # The message's vector first, not inside the read's transaction: the embedder may be remote.
         embedder = get_embedder()
-        vector, ordering_lost = self._vector.result() if self._vector is not None else (None, "")
-        self._lap("message_vector")  # what is left of it: it was started with the turn
+        lost: list[str] = []
+
+        def message_vector() -> Any:
+            """The message's vector, waited for only once the notes are read (turn_notes orders
+            them by it): it was started with the turn."""
+            if self._vector is None:
+                return None
+            self._lap("notes")
+            vector, ordering_lost = self._vector.result()
+            self._lap("message_vector")  # what was left of it
+            if ordering_lost:
+                lost.append(ordering_lost)
+            return vector
+
         try:
-            with transaction.atomic():  # a failing read must not poison the turn's transaction
+            # Outside a transaction every read is its own; inside the caller's, a savepoint keeps a
+            # failing read from poisoning it. (An open transaction may wait on a remote embedder
+            # here: only a caller that composes inside one holds it.)
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
                 found = turn_notes(
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
-                    vector=vector, model=embedder.model if embedder else "", dim=embedder.dim if embedder else 0,
+                    vector=message_vector, model=embedder.model if embedder else "",
+                    dim=embedder.dim if embedder else 0,
                 )  # fmt: skip
                 text, digest_cut = budget.fit_lines(found.digest.split("\n"), allowed)
                 if digest_cut:
                     self.ceiling_bound = self.ceiling_bound or budget.ceiling_binds(room, settings.NOTES_CHARS)
                     return Block("notes", text, ["digest_cut"])
-                if ordering_lost:
+                if lost:
                     self.degraded.append("ordering")
                 return self._full_notes(found.notes, text, room, allowed)
         except DatabaseError as exc:
@@ -289,18 +306,23 @@ class _Composer:
         return Block("notes", body, flags)
 
     def search(self, room: int) -> None:
-        """The passages' search, once a turn and before the notes: its words half reads the database
-        while the message's vector is still being computed (the notes wait for it). `room` is what
-        the ceiling has left before the notes: when the passages could get nothing even with all of
-        it, nothing is searched."""
+        """The passages' search, once a turn, begun before the notes: the pair is read and the words
+        half runs while the message's vector is still being computed (the notes' reads follow, then
+        finish_search ranks). `room` is what the ceiling has left before the notes: when the
+        passages could get nothing even with all of it, nothing is searched."""
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if self.profile != "full" or settings.PASSAGES_MAX == 0 or allowed <= len(PASSAGES_HEADER) + 1:
             return
         if not worth_searching(self.message.content):
             return
-        self._ranked = rank_candidates(
+        self._search = start_search(
             agent=self.agent, person=self.person, query=self.message.content, query_vector=self._vector
         )
+
+    def finish_search(self) -> None:
+        if self._search is None:
+            return
+        self._ranked = self._search.finish()
         if self._ranked.degraded:  # found by words alone: the turn says so
             self.degraded.append("passages")
 
@@ -408,6 +430,8 @@ class _Composer:
         if self.ceiling_bound:
             room = 0
         lap("notes")
+        self.finish_search()
+        lap("passages")
 
         older = history[: len(history) - len(exchange)] if self.profile == "full" else []
         visible_ids = {pk for item in exchange for pk in item.ids}

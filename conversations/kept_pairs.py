@@ -45,7 +45,7 @@ from memory.indexing import namespace_for
 # Vectors looked for at a sync among the messages kept without one: all of them when this few,
 # else the newest half of this many and a rotating share of the rest (a backlog of thousands, as
 # after an import, is caught up a few hundred at a time).
-PROBE = 256
+PROBE = 128
 
 
 class _Column:
@@ -81,6 +81,7 @@ class KeptPair:
         self.ids = _Column(np.int64)
         self.stamps = _Column(np.int64)  # created_at in microseconds
         self.holding: dict[str, list[int]] = {}  # lexeme -> the rows holding it
+        self._arrays: dict[str, np.ndarray] = {}  # holding[lexeme] as an array, once a query asked for it
         self.where = vectors  # (model, width) of the vectors kept, or None
         self.matrix = _Column(np.float32, vectors[1]) if vectors else None
         self.present = _Column(np.bool_)
@@ -123,6 +124,7 @@ class KeptPair:
         for offset, row in enumerate(found):
             for lexeme in row[6] or ():
                 self.holding.setdefault(lexeme, []).append(start + offset)
+                self._arrays.pop(lexeme, None)
         if self.matrix is None:
             return
         width = self.matrix.data.shape[1]
@@ -166,35 +168,63 @@ class KeptPair:
         found = np.zeros(count, dtype=bool)
         n = self.messages
         for lexeme in lexemes:
-            held = self.holding.get(lexeme)
-            if not held:
+            rows = self._holding(lexeme)
+            if rows is None:
                 continue
-            d = len(held)
-            rows = np.asarray(held, dtype=np.int64)
+            d = len(rows)
             scores[rows] += math.log(1 + (n - d + 0.5) / (d + 0.5))
             found[rows] = True
         return self._best(np.flatnonzero(found), scores, limit)
 
-    def similar_rows(self, vector: np.ndarray, limit: int) -> list[Row]:
-        """The exact scan of conversations.retrieval.similar_messages over the kept vectors:
-        similarity above VECTOR_FLOOR, closest first, then the latest recorded."""
+    def _holding(self, lexeme: str) -> np.ndarray | None:
+        rows = self._arrays.get(lexeme)
+        if rows is None:
+            held = self.holding.get(lexeme)
+            if not held:
+                return None
+            rows = self._arrays[lexeme] = np.array(held, dtype=np.int64)
+        return rows
+
+    def vector_view(self) -> VectorView:
+        """The kept vectors as they are now, for a meaning half run after the pair's lock is let
+        go (while the query is still being embedded): later appends and fills leave it as it is."""
         assert self.matrix is not None
-        norm = float(np.linalg.norm(vector))
-        if not len(self.rows) or norm == 0:
-            return []
-        query = (np.asarray(vector, dtype=np.float32) / norm).astype(np.float32)
-        similarity = self.matrix.view() @ query
-        close = np.flatnonzero(self.present.view() & (similarity > settings.VECTOR_FLOOR))
-        if not len(close):
-            return []
-        chosen = close[np.lexsort((-self.ids.view()[close], -similarity[close]))][:limit]
-        return [(*self.rows[row], float(similarity[row])) for row in chosen.tolist()]
+        size = len(self.rows)
+        return VectorView(self.rows, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
 
     def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> list[Row]:
         if not len(found):
             return []
+        if len(found) > limit:  # the best `limit`, ties at the edge included, then ordered
+            edge = np.partition(scores[found], len(found) - limit)[len(found) - limit]
+            found = found[scores[found] >= edge]
         chosen = found[np.lexsort((-self.ids.view()[found], -self.stamps.view()[found], -scores[found]))][:limit]
         return [(*self.rows[row], float(scores[row])) for row in chosen.tolist()]
+
+
+@dataclass(frozen=True)
+class VectorView:
+    """A kept pair's vectors at one moment (KeptPair.vector_view)."""
+
+    rows: list[tuple[int, int, int, datetime, str]]  # the pair's list: only the first len(ids) are read
+    ids: np.ndarray
+    matrix: np.ndarray
+    present: np.ndarray
+
+    def similar_rows(self, vector: np.ndarray, limit: int) -> list[Row]:
+        """The exact scan of conversations.retrieval.similar_messages over the kept vectors:
+        similarity above VECTOR_FLOOR, closest first, then the latest recorded."""
+        norm = float(np.linalg.norm(vector))
+        if not len(self.ids) or norm == 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32) / np.float32(norm)
+        similarity = self.matrix @ query
+        close = np.flatnonzero(self.present & (similarity > settings.VECTOR_FLOOR))
+        if len(close) > limit:  # the closest `limit`, ties at the edge included, then ordered
+            edge = np.partition(similarity[close], len(close) - limit)[len(close) - limit]
+            close = close[similarity[close] >= edge]
+        chosen = close[np.lexsort((-self.ids[close], -similarity[close]))][:limit]
+        return [(*self.rows[row], float(similarity[row])) for row in chosen.tolist()]
 
 
 def _unit(sent: bytes | None, width: int) -> np.ndarray | None:

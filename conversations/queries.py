@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.conf import settings
@@ -14,7 +15,15 @@ from accounts.models import Agent, Person
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessageVector
-from conversations.retrieval import CANDIDATES, Row, keyword_statement, run_together, similar_statement
+from conversations.retrieval import (
+    CANDIDATES,
+    Row,
+    Scope,
+    Statement,
+    keyword_statement,
+    run_together,
+    similar_statement,
+)
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
@@ -176,8 +185,9 @@ class RankedMessages:
         ranked = [pk for pk in self.best_first if pk not in excluded][:limit]
         if not ranked:
             return []
-        # No ordering (a dict is read): the model's own would join every conversation of the team.
-        messages = Message.objects.not_erased().order_by().in_bulk(ranked)  # callers read conversation_id only
+        # No ordering (a dict is read): the model's own would join every conversation of the team;
+        # callers read conversation_id only, and none the text-search vector.
+        messages = Message.objects.not_erased().order_by().defer("search").in_bulk(ranked)
         return [MessageHit(message=messages[pk], score=self.totals[pk]) for pk in ranked if pk in messages]
 
 
@@ -205,9 +215,23 @@ def rank_candidates(
     `query_vector`: memory.vectors.embed_query_soon(query), when the caller has started it already
     (the composer, for the turn's message); used when the meaning half searches the query as given.
     """
+    return start_search(agent=agent, person=person, query=query, ranking=ranking, query_vector=query_vector).finish()
+
+
+def start_search(
+    *,
+    agent: Agent,
+    person: Person,
+    query: str,
+    ranking: Ranking = DEFAULT_RANKING,
+    query_vector: Future[tuple[np.ndarray | None, str]] | None = None,
+) -> PendingSearch:
+    """rank_candidates up to the query's vector: the pair synced and the words half run, while the
+    query is still being embedded. PendingSearch.finish waits for the vector and ranks (the
+    composer reads the turn's notes in between)."""
     terms = meaningful_terms(query)
     if not terms:
-        return RankedMessages([], {})
+        return PendingSearch(ranking=ranking)
     asked = query
     named = _named_speakers(agent, person, query)
     dates = named_dates(query) if ranking.dates else []
@@ -219,9 +243,8 @@ def rank_candidates(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    # A query vector kept from a recent embedding (a turn's composer embeds its message first)
-    # lets both halves go to the database in one round trip; otherwise the query is embedded
-    # while the words half reads the database.
+    # The query is embedded while the pair is read (or a vector kept from a recent embedding is
+    # used: a turn's composer embeds its message first).
     embedder = get_embedder() if ranking.meaning else None
     kept = kept_query_vector(meaning_query) if embedder is not None else None
     soon = None
@@ -234,31 +257,90 @@ def rank_candidates(
     ) as pair:
         # A kept pair answers the words half here, and the meaning half too when it keeps vectors;
         # what it cannot answer goes to the database as before (conversations.retrieval).
-        scope, held = pair.scope, pair.kept
-        keyword: list[Row] = []
-        words_query = None
-        if ranking.words and held is not None:
-            keyword = held.keyword_rows(scope.lexemes, CANDIDATES)
+        pending = PendingSearch(
+            ranking=ranking, named=named, dates=dates, scope=pair.scope, soon=soon, kept_vector=kept,
+            meaning=embedder is not None,
+        )  # fmt: skip
+        if ranking.words and pair.kept is not None:
+            pending.keyword = pair.kept.keyword_rows(pair.scope.lexemes, CANDIDATES)
         elif ranking.words:
-            words_query = keyword_statement(scope)
-        if soon is not None:
-            keyword = run_together([words_query])[0] if words_query is not None else keyword
-            words_query = None
-            kept = soon.result()
-        embedded, degraded = kept if kept is not None else (None, "")
-        pending = [words_query] if words_query is not None else []
-        similar: list[Row] = []
-        if embedder is not None and embedded is not None:
-            if pair.has_vectors and held is not None:
-                similar = held.similar_rows(embedded, CANDIDATES)
-            else:
-                pending.append(similar_statement(scope, embedded, model=embedder.model, width=embedder.dim)[0])
-    rows = run_together(pending) if pending else []
-    if words_query is not None:
-        keyword = rows.pop(0)
-    if rows:
-        similar = rows[0]
+            pending.words_query = keyword_statement(pair.scope)
+        if pair.kept is not None and pair.has_vectors:
+            pending.view = pair.kept.vector_view()
+    if soon is not None and pending.words_query is not None:  # the database reads while the query is embedded
+        pending.keyword = run_together([pending.words_query])[0]
+        pending.words_query = None
+    if soon is not None and (pending.view is not None or embedder is None):
+        # Nothing left for the database: the thread that computes the query's vector ranks too, as
+        # soon as it has it, while the caller goes on (the composer reads the turn's notes).
+        pending.ranked = _then(soon, pending.rank)
+    return pending
 
+
+def _then[T, R](future: Future[T], step: Callable[[T], R]) -> Future[R]:
+    """A future of `step` applied to `future`'s result, run by the thread that completes it."""
+    out: Future[R] = Future()
+
+    def done(finished: Future[T]) -> None:
+        try:
+            out.set_result(step(finished.result()))
+        except BaseException as exc:  # given to whoever waits on `out`
+            out.set_exception(exc)
+
+    future.add_done_callback(done)
+    return out
+
+
+@dataclass
+class PendingSearch:
+    """A search begun by start_search: its words half run, or its statement ready to go with the
+    meaning half's (one round trip, when the query's vector is at hand)."""
+
+    ranking: Ranking
+    named: dict[str, str] = field(default_factory=dict)
+    dates: list[NamedDate] = field(default_factory=list)
+    scope: Scope | None = None  # None: nothing to search (no meaningful word)
+    soon: Future[tuple[np.ndarray | None, str]] | None = None
+    kept_vector: tuple[np.ndarray | None, str] | None = None
+    meaning: bool = False  # an embedder is configured and the ranking uses the meaning half
+    keyword: list[Row] = field(default_factory=list)
+    words_query: Statement | None = None
+    view: kept_pairs.VectorView | None = None  # the kept pair's vectors, for the meaning half here
+    ranked: Future[RankedMessages] | None = None  # ranked by the thread computing the query's vector
+
+    def finish(self) -> RankedMessages:
+        """Wait for the query's vector, run the meaning half, and rank every candidate."""
+        if self.scope is None:
+            return RankedMessages([], {})
+        if self.ranked is not None:
+            return self.ranked.result()
+        return self.rank(self.soon.result() if self.soon is not None else self.kept_vector)
+
+    def rank(self, found_vector: tuple[np.ndarray | None, str] | None) -> RankedMessages:
+        """The meaning half for the query's vector (and why there is none, when there is not), and
+        every candidate ranked."""
+        assert self.scope is not None
+        embedded, degraded = found_vector if found_vector is not None else (None, "")
+        pending = [self.words_query] if self.words_query is not None else []
+        similar: list[Row] = []
+        embedder = get_embedder() if self.meaning else None
+        if embedder is not None and embedded is not None:
+            if self.view is not None:
+                similar = self.view.similar_rows(embedded, CANDIDATES)
+            else:
+                pending.append(similar_statement(self.scope, embedded, model=embedder.model, width=embedder.dim)[0])
+        rows = run_together(pending) if pending else []
+        keyword = rows.pop(0) if self.words_query is not None else self.keyword
+        if rows:
+            similar = rows[0]
+        return _rank(keyword, similar, named=self.named, dates=self.dates, ranking=self.ranking, degraded=degraded)
+
+
+def _rank(
+    keyword: list[Row], similar: list[Row], *, named: dict[str, str], dates: list[NamedDate], ranking: Ranking,
+    degraded: str,
+) -> RankedMessages:  # fmt: skip
+    """The candidates of both halves, scored and ordered as rank_candidates says."""
     # Plain dicts by message id (its row, its own score), not an object per candidate: at 100,000
     # messages a search has about 570 candidates, which objects (and a timestamp computed in every
     # comparison of the sort) took 1.0 ms of Python to rank, and these take 0.6 ms.

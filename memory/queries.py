@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -430,7 +430,7 @@ def turn_notes(
     agent: Agent,
     scope: str,
     context: TurnContext | None,
-    vector: Any | None,
+    vector: Any | Callable[[], Any | None] | None,
     model: str = "",
     dim: int = 0,
     content_cap: int = CONTENT_MAX,
@@ -439,7 +439,8 @@ def turn_notes(
 
     The notes and their order are visible_notes' (applicable, unmuted, unexpired, shadowed), ranked
     as the composer gives them: the curated page first (newest first), then by cosine distance of
-    their current vector to `vector` (a vector of `model` and `dim`; notes without one after those),
+    their current vector to `vector` (a vector of `model` and `dim`, or a function giving it, called
+    once the notes are read; notes without one after those),
     then newest first, ties in visible order. Each carries its place in the digest's order and the
     JSON lengths of its key and content.
 
@@ -475,6 +476,8 @@ def turn_notes(
             _kept[where] = kept
             while len(_kept) > KEPT_CONTEXTS:
                 _kept.popitem(last=False)
+    if callable(vector):  # asked for only now: it may still be being computed while the notes are read
+        vector = vector()
     distance = _distances(team=team, kept=kept, banks=banks, vector=vector, model=model, dim=dim)
 
     def rank(index: int) -> tuple[int, int, float, int]:

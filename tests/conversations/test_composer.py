@@ -138,7 +138,7 @@ def test_passages_already_in_the_window_are_dropped(tenant, person, conversation
 @pytest.mark.parametrize("text", ["thanks", "ok cool", "Thank you!", "yes"])
 def test_a_message_with_fewer_than_two_real_words_is_not_searched(tenant, person, conversation, text, mocker):
     chat(conversation, [("thanks for the cool tips", "ok"), ("Filler", "Filler")], days_ago=3)
-    search = mocker.patch("conversations.composer.rank_candidates")
+    search = mocker.patch("conversations.composer.start_search")
     result = turn(tenant, person, conversation, text)
     search.assert_not_called()
     assert result.costs["passages"] == 0
