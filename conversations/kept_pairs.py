@@ -1,25 +1,30 @@
 """What the conversation search keeps of each pair (one agent's conversations with one person).
 
-A search (conversations.queries.rank_candidates) reads its pair's conversations first, in one
-statement that also brings what changed since this process last read them (KeptPair.sync):
+A search (conversations.queries.start_search) reads its pair's conversations first, in one
+statement that also brings what changed since this process last read them (_SYNC):
 
 - the messages appended since, per conversation: each takes the next order under a lock on its
   conversation (conversations.services), so a conversation's messages become visible in order,
   and "after the last order read" misses none;
-- the vectors stored since for the messages kept without one (the embedding runs after commit);
-- a conversation whose erasure count (Conversation.erasures) changed, or that is gone, makes the
-  pair read again from the start: nothing of an erased message is used after its erasure commits.
+- the vectors stored since for the messages kept without one (the embedding runs after commit):
+  all of them when there are at most PROBE, else the newest and a rotating share of the rest,
+  the database answering the meaning half until the backlog is caught up;
+- a conversation whose erasure count (Conversation.erasures) changed, that is gone, or whose last
+  message kept is not there any more (its transaction rolled back): its rows die (their words and
+  vectors dropped) and it is read again from the start, so nothing of an erased message is used
+  after its erasure commits. The pair is read anew once half its rows are dead.
 
 Kept per pair: each message's light row, its lexemes (as Postgres' text search read them: the
 `search` column) with, for each lexeme, the messages holding it, and, for a pair of at most
-SEARCH_EXACT_UP_TO messages, the unit vectors of the current embedder's model. Both halves of the
-search then run here, as conversations.retrieval runs them in SQL: the words half exactly (every
-lexeme finds and is counted), the meaning half by an exact scan. A larger pair keeps its words
-only; its meaning half asks the HNSW index (conversations.retrieval.similar_statement).
+SEARCH_KEPT_VECTORS (and SEARCH_EXACT_UP_TO) messages, the unit vectors of the current embedder's
+model. Both halves of the search then run here, as conversations.retrieval runs them in SQL, but
+for one difference: every lexeme finds and is counted exactly (in SQL, a word common in a large
+pair only scores what rarer words found). A larger pair keeps its words only; its meaning half
+asks the HNSW index (conversations.retrieval.similar_statement).
 
-A process keeps at most SEARCH_KEPT_MESSAGES messages' words and SEARCH_KEPT_VECTORS vectors,
-dropping the least recently searched pairs first; a pair that would not fit alone is not kept,
-and its search runs in SQL as before.
+A process keeps at most SEARCH_KEPT_MESSAGES messages' words and room for SEARCH_KEPT_VECTORS
+vectors, dropping the least recently searched pairs first; a pair with more messages than
+SEARCH_KEPT_MESSAGES is not kept, and its search runs in SQL.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -49,7 +54,8 @@ PROBE = 128
 
 
 class _Column:
-    """A numpy column that grows by doubling: appending a message costs no copy of the others."""
+    """A numpy column that grows by half again when full: appending a message costs no copy of
+    the others, and the spare room stays under half of what is kept."""
 
     def __init__(self, dtype: Any, width: int = 0) -> None:
         self._shape = (width,) if width else ()
@@ -60,7 +66,7 @@ class _Column:
         values = np.asarray(values, dtype=self.data.dtype)
         need = self.size + len(values)
         if need > len(self.data):
-            grown = np.zeros((max(need, 2 * len(self.data)), *self._shape), dtype=self.data.dtype)
+            grown = np.zeros((max(need, len(self.data) * 3 // 2), *self._shape), dtype=self.data.dtype)
             grown[: self.size] = self.data[: self.size]
             self.data = grown
         self.data[self.size : need] = values
@@ -70,61 +76,129 @@ class _Column:
         return self.data[: self.size]
 
 
+class _Postings:
+    """The rows holding one lexeme, in a growing array (no Python object per row: a full garbage
+    collection walks every list item a process holds, and kept pairs would add tens of ms)."""
+
+    __slots__ = ("_column",)
+
+    def __init__(self) -> None:
+        self._column = _Column(np.int32)
+
+    def extend(self, rows: np.ndarray) -> None:
+        self._column.extend(rows)
+
+    def read(self) -> np.ndarray:
+        return self._column.view()
+
+    def keep(self, rows: np.ndarray) -> None:
+        self._column = _Column(np.int32)
+        self._column.extend(rows)
+
+
+ROLES = tuple(Message.Role.values)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class KeptPair:
     """One pair's messages as the search keeps them: light rows, lexemes and (when the pair is
-    small enough) vectors. Only appended to; an erasure replaces it (see the module's doc)."""
+    small enough) vectors. Appended to as messages come; the rows of a conversation erased from
+    or deleted are marked dead (and read again, for one still there), and the pair is read anew
+    once half its rows are dead (see the module's doc)."""
 
     def __init__(self, *, vectors: tuple[str, int] | None) -> None:
-        self.conversations: dict[int, tuple[int, int]] = {}  # id -> (last order read, erasures)
+        # Each conversation as last read: its last order, erasure count, and the id of the message
+        # at that order (a message of a transaction rolled back since is found out by it).
+        self.conversations: dict[int, tuple[int, int, int | None]] = {}
         self.messages = 0  # in the pair, tombstones included: the sum of the last orders
-        self.rows: list[tuple[int, int, int, datetime, str]] = []  # id, conversation, order, created_at, role
+        # Each message as numpy columns (no Python object per message: see _Postings).
         self.ids = _Column(np.int64)
-        self.stamps = _Column(np.int64)  # created_at in microseconds
-        self.holding: dict[str, list[int]] = {}  # lexeme -> the rows holding it
-        self._arrays: dict[str, np.ndarray] = {}  # holding[lexeme] as an array, once a query asked for it
+        self.conversation_ids = _Column(np.int64)
+        self.orders = _Column(np.int64)
+        self.stamps = _Column(np.int64)  # created_at in microseconds since the epoch
+        self.roles = _Column(np.int8)  # index in ROLES
+        self.alive = _Column(np.bool_)
+        self.dead = 0
+        self.holding: dict[str, _Postings] = {}  # lexeme -> the rows holding it
         self.where = vectors  # (model, width) of the vectors kept, or None
         self.matrix = _Column(np.float32, vectors[1]) if vectors else None
         self.present = _Column(np.bool_)
-        self.missing: list[int] = []  # rows without a vector, oldest first
+        self.missing: list[int] = []  # live rows without a vector, oldest first
         self._rotation = 0
-        self.lock = threading.Lock()
 
     def drop_vectors(self) -> None:
-        self.where, self.matrix = None, None
+        self.where, self.matrix, self.missing = None, None, []
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.ids.size
 
     @property
     def vector_count(self) -> int:
-        return len(self.rows) if self.matrix is not None else 0
+        """Vectors this pair holds room for (what the bound counts)."""
+        return len(self.matrix.data) if self.matrix is not None else 0
+
+    @property
+    def vectors_complete(self) -> bool:
+        """Whether this sync looked for the vector of every live row kept without one."""
+        return len(self.missing) <= PROBE
 
     def probe(self) -> list[int]:
         """The message ids whose vectors this sync looks for (see PROBE)."""
         if self.matrix is None or not self.missing:
             return []
         if len(self.missing) <= PROBE:
-            return [self.rows[row][0] for row in self.missing]
+            return [int(pk) for pk in self.ids.data[self.missing]]
         newest = self.missing[-PROBE // 2 :]
         older = self.missing[: -PROBE // 2]
         start = self._rotation % len(older)
         self._rotation += PROBE // 2
         turn = (older[start:] + older[:start])[: PROBE // 2]
-        return [self.rows[row][0] for row in newest + turn]
+        return [int(pk) for pk in self.ids.data[newest + turn]]
+
+    def forget(self, conversation_ids: Iterable[int]) -> None:
+        """Mark the rows of these conversations dead: their words and vectors are dropped, and
+        only their light rows stay (until the pair is read anew, once half its rows are dead)."""
+        ids = list(conversation_ids)
+        for conversation_id in ids:
+            self.conversations.pop(conversation_id, None)
+        dead = np.flatnonzero(np.isin(self.conversation_ids.view(), ids) & self.alive.view())
+        if not len(dead):
+            return
+        self.alive.data[dead] = False
+        alive = self.alive.view()
+        for lexeme, postings in list(self.holding.items()):  # their words leave with them
+            rows = postings.read()
+            held = rows[alive[rows]]
+            if not len(held):
+                del self.holding[lexeme]
+            elif len(held) < len(rows):
+                postings.keep(held)
+        if self.matrix is not None:
+            self.present.data[dead] = False
+            self.matrix.data[dead] = 0.0
+            gone = set(dead.tolist())
+            self.missing = [row for row in self.missing if row not in gone]
+        self.dead += len(dead)
 
     def append(self, found: list[tuple[Any, ...]]) -> None:
-        """Messages read by a sync, each (id, conversation, order, created_at, microseconds, role,
+        """Messages read by a sync, each (id, conversation, order, -, created_at in microseconds, role,
         lexemes, vector in pgvector's binary form or None)."""
         if not found:
             return
-        start = len(self.rows)
-        self.rows.extend((pk, conversation, order, at, role) for pk, conversation, order, at, _, role, _, _ in found)
+        start = len(self)
         self.ids.extend([row[0] for row in found])
+        self.conversation_ids.extend([row[1] for row in found])
+        self.orders.extend([row[2] for row in found])
         self.stamps.extend([row[4] for row in found])
+        self.roles.extend([ROLES.index(row[5]) for row in found])
+        self.alive.extend(np.ones(len(found), dtype=bool))
+        lexemes: list[str] = []
+        holders: list[int] = []
         for offset, row in enumerate(found):
             for lexeme in row[6] or ():
-                self.holding.setdefault(lexeme, []).append(start + offset)
-                self._arrays.pop(lexeme, None)
+                lexemes.append(lexeme)
+                holders.append(start + offset)
+        self._index(lexemes, np.array(holders, dtype=np.int32))
         if self.matrix is None:
             return
         width = self.matrix.data.shape[1]
@@ -140,22 +214,53 @@ class KeptPair:
         self.matrix.extend(block)
         self.present.extend(present)
 
+    def _index(self, lexemes: list[str], holders: np.ndarray) -> None:
+        """Each (lexeme, row) pair into the lexeme's postings, grouped: one extend per lexeme."""
+        if not lexemes:
+            return
+        numbered: dict[str, int] = {}
+        codes = np.array([numbered.setdefault(lexeme, len(numbered)) for lexeme in lexemes], dtype=np.int32)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(numbered) + 1))
+        for at, lexeme in enumerate(numbered):
+            postings = self.holding.get(lexeme)
+            if postings is None:
+                postings = self.holding[lexeme] = _Postings()
+            postings.extend(holders[order[bounds[at] : bounds[at + 1]]])
+
+    def rows(self, chosen: np.ndarray, scores: np.ndarray) -> list[Row]:
+        """Messages `chosen` as conversations.retrieval's rows, each with its score."""
+        return [
+            (pk, conversation, order, _EPOCH + timedelta(microseconds=stamp), ROLES[role], score)
+            for pk, conversation, order, stamp, role, score in zip(
+                self.ids.data[chosen].tolist(),
+                self.conversation_ids.data[chosen].tolist(),
+                self.orders.data[chosen].tolist(),
+                self.stamps.data[chosen].tolist(),
+                self.roles.data[chosen].tolist(),
+                scores[chosen].tolist(),
+                strict=True,
+            )
+        ]
+
     def fill(self, vectors: list[tuple[int, bytes]]) -> None:
-        """Vectors found for messages kept without one."""
+        """Vectors found for messages kept without one (a zero vector is looked for no more)."""
         if self.matrix is None or not vectors:
             return
-        place = {self.rows[row][0]: row for row in self.missing}
+        place = dict(zip(self.ids.data[self.missing].tolist(), self.missing, strict=True))
         width = self.matrix.data.shape[1]
-        filled = set()
+        found = set()
         for message_id, sent in vectors:
             row = place.get(message_id)
-            unit = _unit(sent, width) if row is not None else None
-            if row is not None and unit is not None:
+            if row is None:
+                continue
+            found.add(row)
+            unit = _unit(sent, width)
+            if unit is not None:
                 self.matrix.data[row] = unit
                 self.present.data[row] = True
-                filled.add(row)
-        if filled:
-            self.missing = [row for row in self.missing if row not in filled]
+        if found:
+            self.missing = [row for row in self.missing if row not in found]
 
     # --- the two halves -----------------------------------------------------------------
 
@@ -163,34 +268,27 @@ class KeptPair:
         """conversations.retrieval.keyword_matches over the kept messages, every lexeme counted
         exactly: the summed inverse document frequency (over the pair) of the query's lexemes each
         message holds, best first, then the latest said, then the latest recorded."""
-        count = len(self.rows)
+        count = len(self)
         scores = np.zeros(count, dtype=np.float64)
         found = np.zeros(count, dtype=bool)
         n = self.messages
         for lexeme in lexemes:
-            rows = self._holding(lexeme)
-            if rows is None:
+            postings = self.holding.get(lexeme)
+            if postings is None:
                 continue
+            rows = postings.read()  # live rows only (forget)
             d = len(rows)
             scores[rows] += math.log(1 + (n - d + 0.5) / (d + 0.5))
             found[rows] = True
         return self._best(np.flatnonzero(found), scores, limit)
 
-    def _holding(self, lexeme: str) -> np.ndarray | None:
-        rows = self._arrays.get(lexeme)
-        if rows is None:
-            held = self.holding.get(lexeme)
-            if not held:
-                return None
-            rows = self._arrays[lexeme] = np.array(held, dtype=np.int64)
-        return rows
-
     def vector_view(self) -> VectorView:
         """The kept vectors as they are now, for a meaning half run after the pair's lock is let
-        go (while the query is still being embedded): later appends and fills leave it as it is."""
+        go (while the query is still being embedded): later appends, fills and deaths leave it as
+        it is (a row dead by then is not among the hits read: they are read from the database)."""
         assert self.matrix is not None
-        size = len(self.rows)
-        return VectorView(self.rows, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
+        size = len(self)
+        return VectorView(self, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
 
     def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> list[Row]:
         if not len(found):
@@ -199,14 +297,14 @@ class KeptPair:
             edge = np.partition(scores[found], len(found) - limit)[len(found) - limit]
             found = found[scores[found] >= edge]
         chosen = found[np.lexsort((-self.ids.view()[found], -self.stamps.view()[found], -scores[found]))][:limit]
-        return [(*self.rows[row], float(scores[row])) for row in chosen.tolist()]
+        return self.rows(chosen, scores)
 
 
 @dataclass(frozen=True)
 class VectorView:
     """A kept pair's vectors at one moment (KeptPair.vector_view)."""
 
-    rows: list[tuple[int, int, int, datetime, str]]  # the pair's list: only the first len(ids) are read
+    pair: KeptPair  # its rows are read (only the first len(ids): they never change)
     ids: np.ndarray
     matrix: np.ndarray
     present: np.ndarray
@@ -224,7 +322,7 @@ class VectorView:
             edge = np.partition(similarity[close], len(close) - limit)[len(close) - limit]
             close = close[similarity[close] >= edge]
         chosen = close[np.lexsort((-self.ids[close], -similarity[close]))][:limit]
-        return [(*self.rows[row], float(similarity[row])) for row in chosen.tolist()]
+        return self.pair.rows(chosen, similarity)
 
 
 def _unit(sent: bytes | None, width: int) -> np.ndarray | None:
@@ -236,50 +334,56 @@ def _unit(sent: bytes | None, width: int) -> np.ndarray | None:
     return vector / norm if norm else None
 
 
-# One statement, so one snapshot: the pair's conversations with their last order and erasure
-# count (kind 0); every message appended after the last order kept of each (kind 1, tombstones
-# left out; none when the pair has more than SEARCH_KEPT_MESSAGES), with its vector when vectors
-# are kept and the pair has at most SEARCH_EXACT_UP_TO messages; the vectors found for messages
-# kept without one (kind 2); and the query's lexemes (kind 3).
+# One statement, so one snapshot: the pair's conversations (kind 0), each with its last order, its
+# erasure count, the id of its last message and the id of the message at the last order this
+# process kept (to find out one rolled back since); every message after the last order kept of
+# each (kind 1, tombstones left out; none when the pair has more than SEARCH_KEPT_MESSAGES), with
+# its vector when the process keeps vectors and the pair has at most that many; the vectors found
+# for messages kept without one (kind 2); and the query's lexemes (kind 3).
 _SYNC = """
 WITH pair AS MATERIALIZED (
-    SELECT c.id, c.erasures, coalesce(last."order", 0) AS last
+    SELECT c.id, c.erasures, coalesce(last."order", 0) AS last, last.id AS last_id,
+           coalesce(k.through, 0) AS through,
+           (SELECT t.id FROM {message} t
+            WHERE t.team_id = c.team_id AND t.conversation_id = c.id AND t."order" = k.through) AS at_through
     FROM {conversation} c
     LEFT JOIN LATERAL (
-        SELECT m."order" FROM {message} m
+        SELECT m.id, m."order" FROM {message} m
         WHERE m.team_id = c.team_id AND m.conversation_id = c.id
         ORDER BY m."order" DESC LIMIT 1
     ) last ON true
+    LEFT JOIN unnest(%(kept)s::bigint[], %(through)s::bigint[]) AS k(id, through) ON k.id = c.id
     WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-),
-kept AS (
-    SELECT * FROM unnest(%(kept)s::bigint[], %(through)s::bigint[]) AS k(id, through)
 )
-SELECT 0, p.id, p.last, p.erasures, NULL::timestamptz, NULL::bigint, NULL::text, NULL::text[], NULL::bytea
+SELECT 0, p.id, p.last, p.erasures, NULL::timestamptz, p.last_id, NULL::text, NULL::text[], NULL::bytea,
+       p.at_through
 FROM pair p
 UNION ALL
-SELECT 1, m.id, m.conversation_id, m."order", m.created_at, (extract(epoch FROM m.created_at) * 1000000)::bigint,
-       m.role, tsvector_to_array(m.search), {vector}
+SELECT 1, m.id, m.conversation_id, m."order", NULL, (extract(epoch FROM m.created_at) * 1000000)::bigint,
+       m.role, tsvector_to_array(m.search), {vector}, NULL
 FROM pair p
-LEFT JOIN kept k ON k.id = p.id
 CROSS JOIN LATERAL (
+    -- Along the (team, conversation, order) index from the last order kept: never the
+    -- conversation's earlier messages (the row comparison makes the planner take that index; by
+    -- the conversation's own, it read them all).
     SELECT * FROM {message} m
-    WHERE m.team_id = %(team)s AND m.conversation_id = p.id AND m."order" > coalesce(k.through, 0)
-      AND m.erased_at IS NULL AND (SELECT sum(last) FROM pair) <= %(most)s
+    WHERE m.team_id = %(team)s AND m.conversation_id = p.id
+      AND (m.team_id, m.conversation_id, m."order") > (%(team)s, p.id, p.through)
 ) m
+WHERE p.last > p.through AND m.erased_at IS NULL AND (SELECT sum(last) FROM pair) <= %(most)s
 UNION ALL
-SELECT 2, v.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(v.embedding)
-FROM {vectors} v
-WHERE v.team_id = %(team)s AND v.message_id = ANY(%(probe)s::bigint[]) AND v.namespace = %(namespace)s
-  AND v.model = %(model)s AND v.dim = %(dim)s
+SELECT 2, v.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(v.embedding), NULL
+FROM unnest(%(probe)s::bigint[]) AS probed(id)
+JOIN {vectors} v ON v.team_id = %(team)s AND v.message_id = probed.id AND v.model = %(model)s
+WHERE v.namespace = %(namespace)s AND v.dim = %(dim)s
 UNION ALL
 SELECT 3, NULL, NULL, NULL, NULL, NULL, NULL,
-       array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1), NULL
+       array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1), NULL, NULL
 """
 _WITH_VECTOR = f"""(
     SELECT vector_send(v.embedding) FROM {MessageVector._meta.db_table} v
     WHERE v.team_id = %(team)s AND v.message_id = m.id AND v.namespace = %(namespace)s
-      AND v.model = %(model)s AND v.dim = %(dim)s AND (SELECT sum(last) FROM pair) <= %(exact)s
+      AND v.model = %(model)s AND v.dim = %(dim)s AND (SELECT sum(last) FROM pair) <= %(vectors_up_to)s
 )"""
 
 
@@ -290,10 +394,12 @@ class Searchable:
 
     scope: Scope
     kept: KeptPair | None
+    vectors_complete: bool = False  # every live message's vector found was looked for
 
     @property
     def has_vectors(self) -> bool:
-        return self.kept is not None and self.kept.matrix is not None
+        """Whether the meaning half can run over the kept vectors (else it asks the database)."""
+        return self.kept is not None and self.kept.matrix is not None and self.vectors_complete
 
 
 Key = tuple[int, int, int]  # team, agent, person
@@ -305,21 +411,25 @@ _lock = threading.Lock()
 
 def forget_conversations(conversation_ids: Iterable[int]) -> None:
     """Drop the pairs this process keeps that hold any of these conversations (an erasure or a
-    delete, once it commits; another process reads its copy again at its next search of the pair)."""
+    delete, once it commits; another process reads them again at its next search of the pair)."""
     ids = set(conversation_ids)
     with _lock:
         for key in [key for key, kept in _pairs.items() if ids & kept.conversations.keys()]:
             del _pairs[key]
+            if key not in _in_use:
+                _locks.pop(key, None)
 
 
 def forget_kept_pairs() -> None:
     """Drop everything the search keeps (tests, and a benchmark's cold search)."""
     with _lock:
         _pairs.clear()
+        for key in [key for key in _locks if key not in _in_use]:
+            del _locks[key]
 
 
 def kept_counts() -> tuple[int, int]:
-    """How many messages' words, and how many vectors, this process keeps."""
+    """How many messages' words, and how many vectors (room for them), this process keeps."""
     with _lock:
         return sum(len(kept) for kept in _pairs.values()), sum(kept.vector_count for kept in _pairs.values())
 
@@ -348,48 +458,68 @@ def synced(
 
 
 def _sync(key: Key, *, words: str, config: str, vectors: tuple[str, int] | None) -> Searchable:
-    """Bring the kept pair up to date, reading it from the start when it is new, a conversation
-    of it was erased from or deleted, or its vectors are not the ones it should keep now; keep it,
-    and bound what the process keeps. Holds the pair's lock."""
+    """Bring the kept pair up to date (see the module's doc), keep it and bound what the process
+    keeps. Holds the pair's lock."""
     with _lock:
         kept = _pairs.get(key)
     if kept is not None and kept.where is not None and kept.where != vectors:
-        kept = None  # another model's vectors (the embedder changed)
-    reading = kept or KeptPair(vectors=vectors)
-    rows = _read(key, reading, words=words, config=config)
-    pair = {row[1]: (row[2], row[3]) for row in rows if row[0] == 0}
-    messages = sum(last for last, _ in pair.values())
+        kept = None  # another model's vectors (the embedder changed): read the pair anew
+    reading = kept if kept is not None else KeptPair(vectors=vectors)
+    try:
+        return _bring_up_to_date(key, reading, fresh=kept is None, words=words, config=config, vectors=vectors)
+    except BaseException:
+        with _lock:  # half brought up to date: read anew next time
+            _pairs.pop(key, None)
+        raise
+
+
+def _bring_up_to_date(
+    key: Key, kept: KeptPair, *, fresh: bool, words: str, config: str, vectors: tuple[str, int] | None
+) -> Searchable:
+    complete = kept.vectors_complete  # this sync looks for every missing vector (probe)
+    rows = _read(key, kept, words=words, config=config)
+    pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}  # last, erasures, id, at kept
+    messages = sum(last for last, _, _, _ in pair.values())
     lexemes = tuple(next(row[7] for row in rows if row[0] == 3) or ())
-    fits = vectors if messages <= _vector_limit() else None
-    if (
-        kept is not None
-        and messages <= settings.SEARCH_KEPT_MESSAGES
-        and (
-            kept.where != fits
-            or any(pk not in pair or pair[pk][1] != seen[1] for pk, seen in kept.conversations.items())
-        )
-    ):
-        # An erasure, a conversation gone, or the pair outgrew (or now fits) its vectors.
-        reading = KeptPair(vectors=fits)
-        rows = _read(key, reading, words=words, config=config)
-        pair = {row[1]: (row[2], row[3]) for row in rows if row[0] == 0}
-        messages = sum(last for last, _ in pair.values())
     scope = Scope(key[0], key[1], key[2], messages, lexemes)
     if messages > settings.SEARCH_KEPT_MESSAGES:  # not kept: _read brought no messages
         with _lock:
             _pairs.pop(key, None)
         return Searchable(scope, None)
-    if reading.where is not None and not reading.conversations and messages > _vector_limit():
-        reading.drop_vectors()  # new, and too large for them: _read brought none
-    reading.append([row[1:] for row in rows if row[0] == 1])
-    reading.fill([(row[1], row[8]) for row in rows if row[0] == 2])
-    reading.conversations = pair
-    reading.messages = messages
+    fits = vectors if messages <= _vector_limit() else None
+    # A conversation gone, erased from, or whose last message kept is not there any more (a
+    # transaction that wrote it rolled back): its rows die, and it is read again from the start.
+    stale = [
+        pk
+        for pk, (_, erasures, last_id) in kept.conversations.items()
+        if pk not in pair or pair[pk][1] != erasures or pair[pk][3] != last_id
+    ]
+    if not fresh and ((kept.where is None and fits is not None and len(kept) > 0) or kept.dead > len(kept) // 2):
+        # Vectors now fit that were not kept (the pair shrank, or the limit rose), or half the
+        # rows are dead: read the pair anew.
+        kept = KeptPair(vectors=fits)
+        return _bring_up_to_date(key, kept, fresh=True, words=words, config=config, vectors=vectors)
+    if stale:
+        kept.forget(stale)
+        if kept.dead > len(kept) // 2:
+            return _bring_up_to_date(
+                key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors
+            )
+        rows = _read(key, kept, words=words, config=config)  # the stale ones from the start, the rest since
+        pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}
+        messages = sum(last for last, _, _, _ in pair.values())
+        scope = Scope(key[0], key[1], key[2], messages, lexemes)
+    if kept.where is not None and fits is None:
+        kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
+    kept.append([row[1:9] for row in rows if row[0] == 1])
+    kept.fill([(row[1], row[8]) for row in rows if row[0] == 2])
+    kept.conversations = {pk: (last, erasures, last_id) for pk, (last, erasures, last_id, _) in pair.items()}
+    kept.messages = messages
     with _lock:
-        _pairs[key] = reading
+        _pairs[key] = kept
         _pairs.move_to_end(key)
         _bound()
-    return Searchable(scope, reading)
+    return Searchable(scope, kept, vectors_complete=fresh or complete)
 
 
 def _vector_limit() -> int:
@@ -416,9 +546,9 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str) -> list[tuple[An
                 "agent": agent,
                 "person": person,
                 "kept": [pk for pk, _ in through],
-                "through": [last for _, (last, _) in through],
+                "through": [last for _, (last, _, _) in through],
                 "most": settings.SEARCH_KEPT_MESSAGES,
-                "exact": _vector_limit(),
+                "vectors_up_to": _vector_limit(),
                 "probe": kept.probe(),
                 "namespace": namespace_for(team),
                 "model": model,

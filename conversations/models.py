@@ -49,7 +49,7 @@ class Conversation(models.Model):
     # Raised by every erasure of its messages (conversations.services.erase_messages): a process
     # that keeps the conversation's words and vectors for search (conversations.kept_pairs) reads
     # it again when this changed. Appends need no counter: each takes the next order.
-    erasures = models.PositiveIntegerField(default=0)
+    erasures = models.PositiveIntegerField(default=0, db_default=0)  # db_default: see migration 0011
 
     objects = ConversationQuerySet.as_manager()
 

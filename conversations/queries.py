@@ -250,7 +250,8 @@ def start_search(
     soon = None
     if embedder is not None and kept is None:
         soon = query_vector if query_vector is not None and meaning_query == asked else embed_query_soon(meaning_query)
-    vectors = (embedder.model, embedder.dim) if embedder is not None else None
+    configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks
+    vectors = (configured.model, configured.dim) if configured is not None else None
     words_asked = " ".join(terms) if ranking.words else ""
     with kept_pairs.synced(
         agent=agent, person=person, words=words_asked, config=text_search_config(query), vectors=vectors

@@ -1,7 +1,10 @@
 """The two halves of the conversation search, each one bounded query in Postgres.
 
-`rank_messages` (conversations.queries) combines them. What keeps them fast at 100,000 messages
-between one agent and one person:
+`rank_messages` (conversations.queries) combines them. A pair a process keeps
+(conversations.kept_pairs) is searched there instead, both halves or the words alone; these
+queries search the rest: a pair larger than SEARCH_KEPT_MESSAGES, the meaning half of one with
+more messages than its vectors kept, or every pair when SEARCH_KEPT_MESSAGES is 0. What keeps them
+fast at 100,000 messages between one agent and one person:
 
 - The pair's size is read from the last message of each of its conversations (one probe of the
   message_recent index each), never by counting its messages.
@@ -20,10 +23,10 @@ between one agent and one person:
   more than one index scan gives (hnsw.ef_search is at most 1,000: the pair must hold about an
   eighth of the index's vectors), or when the table's statistics do not yet count the pair's.
 - Round trips: besides the statistics and the common words' counts it keeps a while, a search
-  makes three (the pair's size with the query's lexemes; both halves, sent together by
-  run_together when the query's vector is already at hand; the hits), and four when the query is
-  still being embedded (the words half then reads meanwhile). On a busy machine each one costs
-  about a millisecond of waiting for the server's turn to run.
+  makes three (the pair brought up to date with the query's lexemes: kept_pairs; both halves,
+  sent together by run_together when the query's vector is already at hand; the hits), and four
+  when the query is still being embedded (the words half then reads meanwhile). On a busy machine
+  each one costs about a millisecond of waiting for the server's turn to run.
 """
 
 from __future__ import annotations

@@ -121,21 +121,97 @@ def test_a_backlog_of_vectors_is_caught_up_a_share_at_a_time(tenant, person, con
     assert searches > 1  # a few at a time: never the whole backlog at once
 
 
-def test_an_erasure_elsewhere_makes_the_next_search_read_the_pair_again(tenant, person, conversation, embedded):
+def test_an_erasure_elsewhere_makes_the_next_search_read_that_conversation_again(
+    tenant, person, conversation, embedded, settings
+):
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    said(other, SAID + SAID[:3])  # more than the erased conversation: its rows dying leave most alive
     assert search_messages(agent=tenant.agent, person=person, query="greyhound boats")
     kept = kept_pair(tenant.agent, person)
-    assert "greyhound" in kept.holding
+    assert "boat" in kept.holding
     # Erased in another process: this one's commit hook does not run here (no on_commit in a test
     # transaction), so only Conversation.erasures tells the search.
     erase_message(message=embedded[4])
     assert Conversation.objects.get(pk=conversation.pk).erasures == 1
-    assert search_messages(agent=tenant.agent, person=person, query="greyhound boats") == []
-    fresh = kept_pair(tenant.agent, person)
-    assert fresh is not kept
-    assert "greyhound" not in fresh.holding
-    assert "boat" not in fresh.holding
-    assert embedded[4].pk not in {row[0] for row in fresh.rows}
-    assert len(fresh) == len(SAID) - 1
+    after = {query: ranked(tenant.agent, person, query) for query in QUERIES}
+    assert kept_pair(tenant.agent, person) is kept  # the erased conversation read again, not the pair
+    assert "boat" in kept.holding  # said in the other conversation too
+    assert len(kept.holding["boat"].read()) == 1  # the erased message's is gone from memory
+    assert embedded[4].pk not in kept.ids.view()[kept.alive.view()]
+    assert not kept.present.view()[kept.ids.view() == embedded[4].pk].any()
+    # ... and the pair ranks as the search in SQL does, the tombstone counted as SQL counts it.
+    settings.SEARCH_KEPT_MESSAGES = 0
+    for query in QUERIES:
+        best_first, totals = ranked(tenant.agent, person, query)
+        assert after[query][0] == best_first, query
+        assert after[query][1] == pytest.approx(totals, abs=1e-5), query
+
+
+def test_a_message_rolled_back_after_a_search_kept_it_is_found_out(tenant, person, conversation, embedded):
+    from django.db import transaction
+
+    def kept_then_rolled_back() -> None:
+        with transaction.atomic():
+            record_message(conversation=conversation, role="user", content="We paddled a kayak across the lake")
+            assert search_messages(agent=tenant.agent, person=person, query="kayak lake")  # kept meanwhile
+            raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        kept_then_rolled_back()
+    real = record_message(conversation=conversation, role="user", content="We paddled a canoe across the river")
+    assert real.order == len(SAID) + 1  # the order the rolled-back message had
+    found = search_messages(agent=tenant.agent, person=person, query="canoe river")
+    assert [hit.message.pk for hit in found][:1] == [real.pk]
+    kept = kept_pair(tenant.agent, person)
+    assert "kayak" not in kept.holding
+    assert "lake" not in kept.holding
+    assert "river" in kept.holding
+
+
+def test_an_import_into_a_kept_pair_is_read_by_the_next_search(tenant, person, conversation, embedded):
+    from conversations.services import import_conversations
+
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    import_conversations(
+        team=tenant.team,
+        agent=tenant.agent,
+        items=[
+            {"person": person.external_id, "external_id": "old-chat", "messages": [
+                {"role": "user", "content": "We rented a kayak in Tromso", "created_at": "2024-05-08T13:56:00+00:00", "external_id": "m1"},
+                {"role": "assistant", "content": "How cold was the water?", "created_at": "2024-05-08T13:57:00+00:00", "external_id": "m2"},
+            ]},
+        ],
+    )  # fmt: skip
+    found = search_messages(agent=tenant.agent, person=person, query="kayak Tromso")
+    assert [hit.message.content for hit in found][:1] == ["We rented a kayak in Tromso"]
+    assert kept_pair(tenant.agent, person) is kept
+    assert len(kept) == len(SAID) + 2
+
+
+def test_words_alone_and_then_both_halves_keep_the_same_pair(tenant, person, embedded):
+    from dataclasses import replace
+
+    from conversations.queries import DEFAULT_RANKING
+
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    rank_candidates(agent=tenant.agent, person=person, query="island", ranking=replace(DEFAULT_RANKING, meaning=False))
+    search_messages(agent=tenant.agent, person=person, query="island")
+    assert kept_pair(tenant.agent, person) is kept
+    assert kept.matrix is not None
+
+
+def test_a_pair_that_outgrows_its_vectors_keeps_its_words(tenant, person, conversation, embedded, settings):
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    assert kept.matrix is not None
+    settings.SEARCH_KEPT_VECTORS = len(SAID)
+    record_message(conversation=conversation, role="user", content="One message too many for the vectors")
+    search_messages(agent=tenant.agent, person=person, query="island")
+    assert kept_pair(tenant.agent, person) is kept  # not read again
+    assert kept.matrix is None
+    assert len(kept) == len(SAID) + 1
 
 
 def test_an_erasure_drops_this_process_copy_once_it_commits(
@@ -153,9 +229,13 @@ def test_a_deleted_conversation_leaves_the_kept_pair(tenant, person, conversatio
     with index_inline():
         record_message(conversation=other, role="user", content="A secret about the kayak")
     assert search_messages(agent=tenant.agent, person=person, query="kayak secret")
+    kept = kept_pair(tenant.agent, person)
     delete_conversation(conversation=other)
     assert search_messages(agent=tenant.agent, person=person, query="kayak secret") == []
-    assert "kayak" not in kept_pair(tenant.agent, person).holding
+    assert kept_pair(tenant.agent, person) is kept
+    assert "kayak" not in kept.holding
+    assert "secret" not in kept.holding
+    assert other.pk not in kept.conversations
 
 
 def test_a_pair_too_large_to_keep_is_searched_in_sql(tenant, person, embedded, settings):
