@@ -23,8 +23,9 @@ pair only scores what rarer words found). A larger pair keeps its words only; it
 asks the HNSW index (conversations.retrieval.similar_statement).
 
 A process keeps at most SEARCH_KEPT_MESSAGES messages' words and room for SEARCH_KEPT_VECTORS
-vectors, dropping the least recently searched pairs first; a pair with more messages than
-SEARCH_KEPT_MESSAGES is not kept, and its search runs in SQL.
+vectors, dropping the least recently searched pairs first (never one a search is reading, which
+may hold more alone); a pair with more messages than SEARCH_KEPT_MESSAGES is not kept, and its
+search runs in SQL.
 """
 
 from __future__ import annotations
@@ -134,8 +135,10 @@ class KeptPair:
 
     @property
     def vector_count(self) -> int:
-        """Vectors this pair holds room for (what the bound counts)."""
-        return len(self.matrix.data) if self.matrix is not None else 0
+        """Vectors this pair holds room for (what the bound counts; read by other searches while
+        this pair's may drop its vectors: the matrix is read once)."""
+        matrix = self.matrix
+        return len(matrix.data) if matrix is not None else 0
 
     @property
     def vectors_complete(self) -> bool:
@@ -284,8 +287,10 @@ class KeptPair:
 
     def vector_view(self) -> VectorView:
         """The kept vectors as they are now, for a meaning half run after the pair's lock is let
-        go (while the query is still being embedded): later appends, fills and deaths leave it as
-        it is (a row dead by then is not among the hits read: they are read from the database)."""
+        go (while the query is still being embedded): later appends and fills leave which rows it
+        reads as they are (its own copy of which have a vector). A row that dies meanwhile has its
+        vector zeroed, so it falls under the floor; were it found, the hits are read from the
+        database, which no longer has it."""
         assert self.matrix is not None
         size = len(self)
         return VectorView(self, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
@@ -477,38 +482,37 @@ def _bring_up_to_date(
     key: Key, kept: KeptPair, *, fresh: bool, words: str, config: str, vectors: tuple[str, int] | None
 ) -> Searchable:
     complete = kept.vectors_complete  # this sync looks for every missing vector (probe)
-    rows = _read(key, kept, words=words, config=config)
-    pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}  # last, erasures, id, at kept
-    messages = sum(last for last, _, _, _ in pair.values())
-    lexemes = tuple(next(row[7] for row in rows if row[0] == 3) or ())
-    scope = Scope(key[0], key[1], key[2], messages, lexemes)
-    if messages > settings.SEARCH_KEPT_MESSAGES:  # not kept: _read brought no messages
-        with _lock:
-            _pairs.pop(key, None)
-        return Searchable(scope, None)
-    fits = vectors if messages <= _vector_limit() else None
-    # A conversation gone, erased from, or whose last message kept is not there any more (a
-    # transaction that wrote it rolled back): its rows die, and it is read again from the start.
-    stale = [
-        pk
-        for pk, (_, erasures, last_id) in kept.conversations.items()
-        if pk not in pair or pair[pk][1] != erasures or pair[pk][3] != last_id
-    ]
-    if not fresh and ((kept.where is None and fits is not None and len(kept) > 0) or kept.dead > len(kept) // 2):
-        # Vectors now fit that were not kept (the pair shrank, or the limit rose), or half the
-        # rows are dead: read the pair anew.
-        kept = KeptPair(vectors=fits)
-        return _bring_up_to_date(key, kept, fresh=True, words=words, config=config, vectors=vectors)
-    if stale:
+    for attempt in range(3):
+        rows = _read(key, kept, words=words, config=config)
+        pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}  # last, erasures, id, at kept
+        messages = sum(last for last, _, _, _ in pair.values())
+        lexemes = tuple(next(row[7] for row in rows if row[0] == 3) or ())
+        scope = Scope(key[0], key[1], key[2], messages, lexemes)
+        if messages > settings.SEARCH_KEPT_MESSAGES:  # not kept: _read brought no messages
+            with _lock:
+                _pairs.pop(key, None)
+            return Searchable(scope, None)
+        # A conversation gone, erased from, or whose last message kept is not there any more (a
+        # transaction that wrote it rolled back): its rows die, and it is read again from the
+        # start. Checked after every read (a read runs in a snapshot of its own): what was kept
+        # and not forgotten is compared each time.
+        stale = [
+            pk
+            for pk, (_, erasures, last_id) in kept.conversations.items()
+            if pk not in pair or pair[pk][1] != erasures or pair[pk][3] != last_id
+        ]
+        if not stale:
+            break
         kept.forget(stale)
-        if kept.dead > len(kept) // 2:
+        if kept.dead > len(kept) // 2 or attempt == 2:  # half the rows dead, or changing still
+            fits = vectors if messages <= _vector_limit() else None
             return _bring_up_to_date(
                 key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors
             )
-        rows = _read(key, kept, words=words, config=config)  # the stale ones from the start, the rest since
-        pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}
-        messages = sum(last for last, _, _, _ in pair.values())
-        scope = Scope(key[0], key[1], key[2], messages, lexemes)
+    fits = vectors if messages <= _vector_limit() else None
+    if not fresh and kept.where is None and fits is not None and len(kept) > 0:
+        # Vectors now fit that were not kept (the pair shrank, or the limit rose): read it anew.
+        return _bring_up_to_date(key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors)
     if kept.where is not None and fits is None:
         kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
     kept.append([row[1:9] for row in rows if row[0] == 1])

@@ -3,7 +3,8 @@
 `rank_messages` (conversations.queries) combines them. A pair a process keeps
 (conversations.kept_pairs) is searched there instead, both halves or the words alone; these
 queries search the rest: a pair larger than SEARCH_KEPT_MESSAGES, the meaning half of one with
-more messages than its vectors kept, or every pair when SEARCH_KEPT_MESSAGES is 0. What keeps them
+more messages than its vectors kept or while a backlog of its vectors is caught up, or every pair
+when SEARCH_KEPT_MESSAGES is 0. What keeps them
 fast at 100,000 messages between one agent and one person:
 
 - The pair's size is read from the last message of each of its conversations (one probe of the

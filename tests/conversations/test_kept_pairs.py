@@ -294,3 +294,55 @@ def test_another_embedder_s_vectors_are_never_mixed_in(tenant, person, embedded,
     kept = kept_pair(tenant.agent, person)
     assert kept.where == ("hashing-v1-64", 64)
     assert len(kept.missing) == len(SAID)  # none of this model's yet
+
+
+def test_an_erasure_between_the_two_reads_of_one_search_is_found_out(
+    tenant, person, conversation, embedded, monkeypatch
+):
+    most = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    said(most, SAID * 3)  # most of the pair: the two conversations read again leave it kept
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    secret = record_message(conversation=other, role="user", content="My locker code is zebra")
+    assert search_messages(agent=tenant.agent, person=person, query="locker code zebra")
+    kept = kept_pair(tenant.agent, person)
+    erase_message(message=embedded[0])  # the first read finds this conversation stale...
+    reads = []
+    real_read = kept_pairs._read
+
+    def read_then_erase(*args, **kwargs):
+        rows = real_read(*args, **kwargs)
+        reads.append(len(rows))
+        if len(reads) == 1:  # ... and another erasure commits before the second read
+            erase_message(message=secret)
+        return rows
+
+    monkeypatch.setattr(kept_pairs, "_read", read_then_erase)
+    assert search_messages(agent=tenant.agent, person=person, query="locker code zebra") == []
+    assert len(reads) == 3  # the second read found the other conversation stale in turn
+    assert kept_pair(tenant.agent, person) is kept
+    assert "zebra" not in kept.holding
+    assert "locker" not in kept.holding
+    assert not kept.alive.view()[kept.ids.view() == secret.pk].any()
+
+
+def test_a_message_rolled_back_in_one_conversation_leaves_the_others_kept(tenant, person, conversation, embedded):
+    from django.db import transaction
+
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    said(other, SAID + SAID[:3])
+
+    def kept_then_rolled_back() -> None:
+        with transaction.atomic():
+            record_message(conversation=conversation, role="user", content="We paddled a kayak across the lake")
+            assert search_messages(agent=tenant.agent, person=person, query="kayak lake")
+            raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        kept_then_rolled_back()
+    kept = kept_pair(tenant.agent, person)
+    record_message(conversation=conversation, role="user", content="We paddled a canoe across the river")
+    search_messages(agent=tenant.agent, person=person, query="canoe river")
+    assert kept_pair(tenant.agent, person) is kept  # only the conversation rolled back was read again
+    assert "kayak" not in kept.holding
+    assert "river" in kept.holding
+    assert kept.dead == len(SAID) + 1  # its rows as first kept (the rolled-back one among them)
