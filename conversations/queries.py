@@ -271,7 +271,7 @@ def start_search(
     if soon is not None and pending.words_query is not None:  # the database reads while the query is embedded
         pending.keyword = run_together([pending.words_query])[0]
         pending.words_query = None
-    if soon is not None and (pending.view is not None or embedder is None):
+    if soon is not None and pending.view is not None:
         # Nothing left for the database: the thread that computes the query's vector ranks too, as
         # soon as it has it, while the caller goes on (the composer reads the turn's notes).
         pending.ranked = _then(soon, pending.rank)
