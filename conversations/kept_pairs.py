@@ -22,6 +22,10 @@ for one difference: every lexeme finds and is counted exactly (in SQL, a word co
 pair only scores what rarer words found). A larger pair keeps its words only; its meaning half
 asks the HNSW index (conversations.retrieval.similar_statement).
 
+A pair read from the start with more than READ_INLINE_UP_TO messages is read on a thread of its
+own (outside a transaction), the searches meanwhile running in SQL: a 100,000-message pair takes
+over a second to read, which no search should wait for.
+
 A process keeps at most SEARCH_KEPT_MESSAGES messages' words and room for SEARCH_KEPT_VECTORS
 vectors, dropping the least recently searched pairs first (never one a search is reading, which
 may hold more alone); a pair with more messages than SEARCH_KEPT_MESSAGES is not kept, and its
@@ -30,6 +34,7 @@ search runs in SQL.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections import OrderedDict
@@ -48,6 +53,11 @@ from conversations.models import Conversation, Message, MessageVector
 from conversations.retrieval import Row, Scope
 from memory.indexing import namespace_for
 
+logger = logging.getLogger(__name__)
+
+# A pair read from the start with more messages than this is read on a thread (the search that
+# found it so runs in SQL): reading 100,000 messages takes over a second.
+READ_INLINE_UP_TO = 20_000
 # Vectors looked for at a sync among the messages kept without one: all of them when this few,
 # else the newest half of this many and a rotating share of the rest (a backlog of thousands, as
 # after an import, is caught up a few hundred at a time).
@@ -411,6 +421,7 @@ Key = tuple[int, int, int]  # team, agent, person
 _pairs: OrderedDict[Key, KeptPair] = OrderedDict()
 _locks: dict[Key, threading.Lock] = {}  # one per pair kept or being searched
 _in_use: dict[Key, int] = {}  # searches in progress, per pair
+_reading: set[Key] = set()  # pairs a thread is reading (_read_soon)
 _lock = threading.Lock()
 
 
@@ -471,19 +482,36 @@ def _sync(key: Key, *, words: str, config: str, vectors: tuple[str, int] | None)
         kept = None  # another model's vectors (the embedder changed): read the pair anew
     reading = kept if kept is not None else KeptPair(vectors=vectors)
     try:
-        return _bring_up_to_date(key, reading, fresh=kept is None, words=words, config=config, vectors=vectors)
+        return _bring_up_to_date(
+            key, reading, fresh=kept is None, words=words, config=config, vectors=vectors, inline=_inline_limit()
+        )
     except BaseException:
         with _lock:  # half brought up to date: read anew next time
             _pairs.pop(key, None)
         raise
 
 
+def _inline_limit() -> int | None:
+    """The most messages a pair read from the start is read with the search that asks (a larger one
+    is read on a thread: _read_soon). None inside a transaction: a thread could not see what the
+    caller wrote, so the search reads the pair itself."""
+    return None if connection.in_atomic_block else READ_INLINE_UP_TO
+
+
 def _bring_up_to_date(
-    key: Key, kept: KeptPair, *, fresh: bool, words: str, config: str, vectors: tuple[str, int] | None
+    key: Key,
+    kept: KeptPair,
+    *,
+    fresh: bool,
+    words: str,
+    config: str,
+    vectors: tuple[str, int] | None,
+    inline: int | None = None,
 ) -> Searchable:
     complete = kept.vectors_complete  # this sync looks for every missing vector (probe)
     for attempt in range(3):
-        rows = _read(key, kept, words=words, config=config)
+        most = min(settings.SEARCH_KEPT_MESSAGES, inline) if fresh and inline is not None else None
+        rows = _read(key, kept, words=words, config=config, most=most)
         pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}  # last, erasures, id, at kept
         messages = sum(last for last, _, _, _ in pair.values())
         lexemes = tuple(next(row[7] for row in rows if row[0] == 3) or ())
@@ -491,6 +519,9 @@ def _bring_up_to_date(
         if messages > settings.SEARCH_KEPT_MESSAGES:  # not kept: _read brought no messages
             with _lock:
                 _pairs.pop(key, None)
+            return Searchable(scope, None)
+        if most is not None and messages > most:  # too large to read now: a thread reads it
+            _read_soon(key, vectors)
             return Searchable(scope, None)
         # A conversation gone, erased from, or whose last message kept is not there any more (a
         # transaction that wrote it rolled back): its rows die, and it is read again from the
@@ -507,12 +538,14 @@ def _bring_up_to_date(
         if kept.dead > len(kept) // 2 or attempt == 2:  # half the rows dead, or changing still
             fits = vectors if messages <= _vector_limit() else None
             return _bring_up_to_date(
-                key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors
+                key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
             )
     fits = vectors if messages <= _vector_limit() else None
     if not fresh and kept.where is None and fits is not None and len(kept) > 0:
         # Vectors now fit that were not kept (the pair shrank, or the limit rose): read it anew.
-        return _bring_up_to_date(key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors)
+        return _bring_up_to_date(
+            key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
+        )
     if kept.where is not None and fits is None:
         kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
     kept.append([row[1:9] for row in rows if row[0] == 1])
@@ -531,7 +564,35 @@ def _vector_limit() -> int:
     return min(settings.SEARCH_EXACT_UP_TO, settings.SEARCH_KEPT_VECTORS)
 
 
-def _read(key: Key, kept: KeptPair, *, words: str, config: str) -> list[tuple[Any, ...]]:
+def _read_soon(key: Key, vectors: tuple[str, int] | None) -> None:
+    """Read the pair from the start on a thread of its own (unless one is at it), and keep it: the
+    searches meanwhile run in SQL. Nothing kept of the pair is used until it is read whole."""
+    with _lock:
+        if key in _reading or (key in _pairs and _pairs[key].dead <= len(_pairs[key]) // 2):
+            return  # being read, or read whole meanwhile
+        _reading.add(key)
+        _pairs.pop(key, None)
+
+    def read() -> None:
+        try:
+            _bring_up_to_date(key, KeptPair(vectors=vectors), fresh=True, words="", config="simple", vectors=vectors)
+        except Exception:  # the next search of the pair asks again
+            logger.exception("reading a conversation pair for the search failed; its searches run in SQL")
+        finally:
+            with _lock:
+                _reading.discard(key)
+            connection.close()  # this thread's own connection
+
+    threading.Thread(target=read, name="mnemo-kept-pair", daemon=True).start()
+
+
+def reading() -> bool:
+    """Whether a thread is reading a pair (tests and benchmarks wait for it)."""
+    with _lock:
+        return bool(_reading)
+
+
+def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None = None) -> list[tuple[Any, ...]]:
     """_SYNC for this kept pair (everything, for a new one)."""
     team, agent, person = key
     model, dim = kept.where if kept.where is not None else ("", 0)
@@ -551,7 +612,7 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str) -> list[tuple[An
                 "person": person,
                 "kept": [pk for pk, _ in through],
                 "through": [last for _, (last, _, _) in through],
-                "most": settings.SEARCH_KEPT_MESSAGES,
+                "most": settings.SEARCH_KEPT_MESSAGES if most is None else most,
                 "vectors_up_to": _vector_limit(),
                 "probe": kept.probe(),
                 "namespace": namespace_for(team),

@@ -11,6 +11,7 @@ from conversations.indexing import MESSAGES
 from conversations.models import Conversation, MessageVector
 from conversations.queries import rank_candidates, search_messages
 from conversations.services import delete_conversation, erase_message, record_message, start_conversation
+from memory.indexing import IndexedModel
 from memory.vectors import forget_query_vectors
 from tests.factories import AgentFactory, PersonFactory
 
@@ -346,3 +347,32 @@ def test_a_message_rolled_back_in_one_conversation_leaves_the_others_kept(tenant
     assert "kayak" not in kept.holding
     assert "river" in kept.holding
     assert kept.dead == len(SAID) + 1  # its rows as first kept (the rolled-back one among them)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_pair_is_read_on_a_thread_while_the_database_answers(tenant, person, conversation, monkeypatch):
+    import time
+
+    monkeypatch.setattr(kept_pairs, "READ_INLINE_UP_TO", len(SAID) - 1)
+    threads = []
+    read_soon = kept_pairs._read_soon
+    monkeypatch.setattr(kept_pairs, "_read_soon", lambda *args: threads.append(args) or read_soon(*args))
+    # Committed (the reading thread has a connection of its own) and embedded here: no task is
+    # queued, so no wake marker is left in Redis for the tests after this one.
+    monkeypatch.setattr(IndexedModel, "schedule", lambda self, pk: None)
+    messages = said(conversation)
+    assert MESSAGES.index([message.pk for message in messages]) == len(SAID)
+    first = search_messages(agent=tenant.agent, person=person, query="island ferry")
+    assert first  # answered in SQL, the pair too large to read with the search
+    assert len(threads) == 1
+    deadline = time.monotonic() + 30
+    while kept_pair(tenant.agent, person) is None or kept_pairs.reading():
+        assert time.monotonic() < deadline, "the pair was not read"
+        time.sleep(0.01)
+    kept = kept_pair(tenant.agent, person)
+    assert len(kept) == len(SAID)
+    assert kept.matrix is not None  # small enough for its vectors
+    assert bool(kept.present.view().all())
+    again = search_messages(agent=tenant.agent, person=person, query="island ferry")
+    assert [hit.message.pk for hit in again] == [hit.message.pk for hit in first]
+    assert kept_pair(tenant.agent, person) is kept  # searched as kept, not read again
