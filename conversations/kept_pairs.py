@@ -51,7 +51,7 @@ from django.db import connection
 from accounts.models import Agent, Person
 from conversations.models import Conversation, Message, MessageVector
 from conversations.retrieval import Row, Scope
-from memory.indexing import namespace_for
+from memory.indexing import namespace_for, unit_from_binary
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class KeptPair:
         block = np.zeros((len(found), width), dtype=np.float32)
         present = np.zeros(len(found), dtype=bool)
         for offset, row in enumerate(found):
-            unit = _unit(row[7], width)
+            unit = unit_from_binary(row[7], width)
             if unit is not None:
                 block[offset] = unit
                 present[offset] = True
@@ -268,7 +268,7 @@ class KeptPair:
             if row is None:
                 continue
             found.add(row)
-            unit = _unit(sent, width)
+            unit = unit_from_binary(sent, width)
             if unit is not None:
                 self.matrix.data[row] = unit
                 self.present.data[row] = True
@@ -306,12 +306,7 @@ class KeptPair:
         return VectorView(self, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
 
     def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> list[Row]:
-        if not len(found):
-            return []
-        if len(found) > limit:  # the best `limit`, ties at the edge included, then ordered
-            edge = np.partition(scores[found], len(found) - limit)[len(found) - limit]
-            found = found[scores[found] >= edge]
-        chosen = found[np.lexsort((-self.ids.view()[found], -self.stamps.view()[found], -scores[found]))][:limit]
+        chosen = _best_first(found, scores, (self.ids.view(), self.stamps.view()), limit)
         return self.rows(chosen, scores)
 
 
@@ -333,20 +328,19 @@ class VectorView:
         query = np.asarray(vector, dtype=np.float32) / np.float32(norm)
         similarity = self.matrix @ query
         close = np.flatnonzero(self.present & (similarity > settings.VECTOR_FLOOR))
-        if len(close) > limit:  # the closest `limit`, ties at the edge included, then ordered
-            edge = np.partition(similarity[close], len(close) - limit)[len(close) - limit]
-            close = close[similarity[close] >= edge]
-        chosen = close[np.lexsort((-self.ids[close], -similarity[close]))][:limit]
-        return self.pair.rows(chosen, similarity)
+        return self.pair.rows(_best_first(close, similarity, (self.ids,), limit), similarity)
 
 
-def _unit(sent: bytes | None, width: int) -> np.ndarray | None:
-    """A vector in pgvector's binary form (its width, then big-endian float4s), as a unit row."""
-    if sent is None:
-        return None
-    vector = np.frombuffer(sent, dtype=">f4", count=width, offset=4).astype(np.float32)
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm else None
+def _best_first(rows: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray, ...], limit: int) -> np.ndarray:
+    """The best `limit` of `rows` by score, highest first, ties broken by the highest of each of
+    `ties` in turn from the last (as SQL's ORDER BY score DESC, ... DESC). Only the rows scoring at
+    least the `limit`th best are sorted."""
+    if len(rows) > limit:
+        edge = np.partition(scores[rows], len(rows) - limit)[len(rows) - limit]
+        rows = rows[scores[rows] >= edge]
+    keys = (*(-column[rows] for column in ties), -scores[rows])
+    chosen: np.ndarray = rows[np.lexsort(keys)][:limit]
+    return chosen
 
 
 # One statement, so one snapshot: the pair's conversations (kind 0), each with its last order, its

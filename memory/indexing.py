@@ -344,6 +344,17 @@ def _skip_sql(indexed: IndexedModel) -> tuple[str, tuple[Any, ...]]:
     return f" AND NOT ({where})", tuple(params)
 
 
+def unit_from_binary(sent: bytes | None, width: int) -> np.ndarray | None:
+    """A vector sent in pgvector's binary form (`vector_send`: its width, then big-endian float4s),
+    as a unit row; None for none, or for a zero vector. Parsing a thousand vectors from their text
+    form cost some 70 ms, this a few."""
+    if sent is None:
+        return None
+    vector = np.frombuffer(sent, dtype=">f4", count=width, offset=4).astype(np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else None
+
+
 def _vector_text(vector: np.ndarray) -> str:
     """pgvector's text form of a vector ([1.0,2.0,...]), for an array parameter of vectors."""
     return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from memory.banks import applicable_banks
-from memory.indexing import NOTES, namespace_for
+from memory.indexing import NOTES, namespace_for, unit_from_binary
 from memory.language import ENGLISH
 from memory.models import Bank, CategoryMute, Note, NoteVector, OntologyNode
 from memory.queries import TurnContext, scope_refs_match
@@ -478,8 +478,7 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
                 wanted[kept.rows[local].pk] = (kept, held, local)
     if wanted:
         with connection.cursor() as cursor:
-            # Each vector in pgvector's binary form (a width, then big-endian float4s): parsing a
-            # thousand vectors from text cost some 70 ms, this a few.
+            # Each vector in pgvector's binary form (memory.indexing.unit_from_binary).
             cursor.execute(_VECTORS.format(table=NoteVector._meta.db_table), {
                 "team": team.pk, "namespace": where[0], "model": model, "dim": dim, "ids": list(wanted),
             })  # fmt: skip
@@ -488,12 +487,11 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
             kept, held, local = wanted[note_id]
             if kept.rows[local].text_hash != hashed:
                 continue  # a vector of an earlier text: not this note's meaning now
-            vector = np.frombuffer(sent, dtype=">f4", count=dim, offset=4).astype(np.float32)
-            norm = float(np.linalg.norm(vector))
-            if norm == 0:
+            unit = unit_from_binary(sent, dim)
+            if unit is None:
                 continue
             with kept.lock:
-                held.matrix[local] = vector / norm
+                held.matrix[local] = unit
                 held.present[local] = True
     return found
 
