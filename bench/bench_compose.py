@@ -15,6 +15,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,7 +26,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.harness import Result, measure, print_table
+from bench.harness import Result, measure, print_table, search_texts_embedded_exactly
 
 NOTES = 1_000
 MESSAGES = 100_000
@@ -269,9 +270,10 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
 
         return measure(f"{size.name}: notes chosen in Python (every note read)", one, repeat=TURNS)
 
-    def measure_profile(profile: str, *, keep: bool = True) -> Result:
+    def measure_profile(profile: str, *, keep: bool = True, exact_queries: bool = False) -> Result:
         """One profile's turns. With keep=False nothing is kept of the notes between turns (each reads
-        every applicable note, as every turn did before memory.queries kept them per bank version)."""
+        every applicable note, as every turn did before memory.queries kept them per bank version).
+        With exact_queries the message is embedded like a stored text, not by the 8-bit search session."""
         if profile == "python":
             return measure_in_python()
         timings: dict[str, list[float]] = {}
@@ -289,7 +291,11 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
                 for layer, ms in result.timings_ms.items():
                     timings.setdefault(layer, []).append(ms)
 
-        name = f"{size.name}: compose, {profile} profile" + ("" if keep else ", nothing kept")
+        name = (
+            f"{size.name}: compose, {profile} profile"
+            + ("" if keep else ", nothing kept")
+            + (", message embedded like a stored text" if exact_queries else "")
+        )
         # The first turn, before the warm-up: nothing of this person kept, their rows not yet read by
         # this profile (the first profile measured also pays for this process's first turn).
         forget_kept_notes()
@@ -299,7 +305,10 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
         one(-1)
         first = Result(f"{name}: first turn (cold)", [time.perf_counter() - started])
         # Nothing kept: the pair searched in SQL too (SEARCH_KEPT_MESSAGES=0), as before pairs were kept.
-        with override_settings(**({} if keep else {"SEARCH_KEPT_MESSAGES": 0})):
+        with (
+            override_settings(**({} if keep else {"SEARCH_KEPT_MESSAGES": 0})),
+            search_texts_embedded_exactly() if exact_queries else nullcontext(),
+        ):
             result = measure(name, lambda i: one(i if i >= 0 else i - 1), repeat=TURNS, warmup=WARMUP)
         result.layers = timings  # type: ignore[attr-defined]
         result.first = first  # type: ignore[attr-defined]
@@ -310,7 +319,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
 
 def run(scratch_team_slug: str) -> None:
     settings.EMBEDDER = "local"
-    measured: list[tuple[Size, Result, Result, Result, Result]] = []
+    measured: list[tuple[Size, Result, Result, Result, Result, Result]] = []
     for index, size in enumerate(SIZES):
         if size.dialogue and _dialogue() is None:
             print(f"\n{size.name}: skipped, LoCoMo's locomo10.json was not found (set LOCOMO_DIR to its folder).")
@@ -319,8 +328,9 @@ def run(scratch_team_slug: str) -> None:
         baseline = measure_profile("memory_only")
         whole = measure_profile("full")
         unkept = measure_profile("full", keep=False)
+        exactly = measure_profile("full", exact_queries=True)
         in_python = measure_profile("python")
-        measured.append((size, baseline, whole, unkept, in_python))
+        measured.append((size, baseline, whole, unkept, exactly, in_python))
 
     for size, *_ in measured:
         print(
@@ -336,20 +346,22 @@ def run(scratch_team_slug: str) -> None:
     print_table(
         "Turn composition (server-side, in process): memory_only is the in-run baseline of each size; "
         "'nothing kept' reads every applicable note, and its bank's rows and vectors, each turn, and searches the "
-        "pair in SQL (as before notes were kept per bank version and pairs per process)",
+        "pair in SQL (as before notes were kept per bank version and pairs per process); 'embedded like a stored "
+        "text' embeds the turn's message with the local model's reference session, not its 8-bit search session",
         [
             row
-            for _, baseline, whole, unkept, _ in measured
+            for _, baseline, whole, unkept, exactly, _ in measured
             for row in (
                 (baseline, None),
                 (whole, baseline),
                 (unkept, baseline),
+                (exactly, baseline),
                 (whole.first, None),  # type: ignore[attr-defined]
                 (baseline.first, None),  # type: ignore[attr-defined]
             )
         ],
     )
-    for size, _, whole, unkept, in_python in measured:
+    for size, _, whole, unkept, _, in_python in measured:
         timings: dict[str, list[float]] = whole.layers  # type: ignore[attr-defined]
         unkept_timings: dict[str, list[float]] = unkept.layers  # type: ignore[attr-defined]
         rows: list[tuple[Result, Result | None]] = []

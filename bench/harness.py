@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tqdm import tqdm
@@ -74,3 +75,22 @@ def use_embedder() -> str:
     settings.VECTOR_FLOOR = settings.VECTOR_FLOOR if "VECTOR_FLOOR" in os.environ else floor
     settings.VECTOR_STRONG = settings.VECTOR_STRONG if "VECTOR_STRONG" in os.environ else strong
     return name
+
+
+@contextmanager
+def search_texts_embedded_exactly() -> Iterator[None]:
+    """The in-run baseline of the local model's 8-bit search session (memory.embedders.LocalMiniLM):
+    within this block search texts go through the reference session, as they all did before it.
+    Other embedders have one session; for them the block changes nothing."""
+    from memory.embedders import get_embedder
+
+    embedder = get_embedder()
+    quick = getattr(embedder, "quick_queries", None)
+    if quick is None:
+        yield
+        return
+    embedder.quick_queries = False  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        embedder.quick_queries = quick  # type: ignore[union-attr]

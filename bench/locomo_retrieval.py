@@ -33,6 +33,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from bench.harness import Result, print_table, use_embedder
+from bench.harness import Result, print_table, search_texts_embedded_exactly, use_embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 HIT_KS = (1, 4, 5, 10)
@@ -292,11 +293,12 @@ def ask(loaded: list[Loaded], retrievers: dict[str, Any]) -> tuple[list[Retrieve
 _QUERY_VECTORS: dict[str, Any] = {}
 
 
-def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
+def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False, exact_queries: bool = False):
     """rank_messages with this ranking, as the passages layer and search_conversation call it.
 
     The ablation rows reuse the query vectors the product row computed (the same text gives the
-    same vector), so the run stays short; their latency is not reported."""
+    same vector), so the run stays short; their latency is not reported. exact_queries: the query
+    embedded by the local model's reference session, not its 8-bit search session."""
 
     def make(item: Loaded):
         from unittest import mock
@@ -312,7 +314,12 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False):
             return _QUERY_VECTORS[text]
 
         def search(query: str) -> list[str]:
-            if reuse_query_vectors:
+            if exact_queries:
+                with search_texts_embedded_exactly():
+                    found = rank_messages(
+                        agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking
+                    )
+            elif reuse_query_vectors:
                 with mock.patch.object(vectors, "embed_query", remembered):
                     found = rank_messages(
                         agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking
@@ -343,10 +350,14 @@ def retrievers() -> tuple[dict[str, Any], list[str]]:
         name = f"{PRODUCT} without {label}"
         found[name] = ranked_search(without, reuse_query_vectors=True)
         ablations.append(name)
+    exact = f"{PRODUCT} without the 8-bit search session (questions embedded like stored texts)"
+    found[exact] = ranked_search(DEFAULT_RANKING, exact_queries=True)
+    ablations.append(exact)
     return found, ablations
 
 
 PRODUCT = "rank_messages"
+REFERENCE_QUERIES = f"{PRODUCT}, the query embedded like a stored text (before the 8-bit search session)"
 COLUMNS = ["n"] + [f"hit@{k}" for k in HIT_KS] + [f"recall@{k}" for k in RECALL_KS]
 
 
@@ -517,6 +528,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         PRODUCT: (DEFAULT_RANKING, False),
         f"{PRODUCT}, in SQL (nothing kept of the pair, as before)": (DEFAULT_RANKING, None),
         f"{PRODUCT}, exact throughout (before)": (DEFAULT_RANKING, True),
+        REFERENCE_QUERIES: (DEFAULT_RANKING, False),
     }
     from conversations.retrieval import STATISTICS, Scope, approximate_depth
     from memory.vectors import embed_query, forget_query_vectors
@@ -552,7 +564,10 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     # which the kept ones would otherwise read anew after each. Each variant warms up first
     # (caches, the statistics), then keeps the pair for all its questions.
     for name, (ranking, exact) in tqdm(variants.items(), desc="variants at 100,000 messages", leave=False):
-        with override_settings(**variant_settings(exact)):
+        with (
+            override_settings(**variant_settings(exact)),
+            search_texts_embedded_exactly() if name == REFERENCE_QUERIES else nullcontext(),
+        ):
             for question in questions[:5]:
                 rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
             for question in questions:
@@ -609,12 +624,18 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         f"embedding the query alone ({embedder.model})",
         [_timed(lambda q=question: embedder.embed_query(q)) for question in questions],
     )
+    with search_texts_embedded_exactly():
+        embedding_exactly = Result(
+            f"embedding the query alone, like a stored text ({embedder.model}, before)",
+            [_timed(lambda q=question: embedder.embed_query(q)) for question in questions],
+        )
     rows: list[tuple[Result, Result | None]] = [(results[before], None)]
     rows += [(results[name], results[before]) for name in variants if name != before]
     rows.append((results[kept_row], results[before]))
     rows.append((first, results[before]))
     rows.append((read, results[before]))
     rows.append((embedding, results[before]))
+    rows.append((embedding_exactly, results[before]))
     print_table(
         f"Conversation search latency at {total:,} messages for the pair, {len(questions)} test-half questions", rows
     )

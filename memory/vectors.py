@@ -99,7 +99,10 @@ def preload() -> None:
 
     def load() -> None:
         try:
-            get_embedder()
+            embedder = get_embedder()
+            warm_up = getattr(embedder, "warm_up", None)  # a local model's search session (LocalMiniLM)
+            if warm_up is not None:
+                warm_up()
             language.preload()
         except Exception:  # the turn that needs it will load it again, and say why it cannot
             logger.exception("preloading the embedder and the language identifier failed")

@@ -124,3 +124,67 @@ def test_local_model_returns_rows_in_the_callers_order_whatever_their_lengths(lo
     together = local_model.embed(texts, batch_size=2)
     alone = np.vstack([local_model.embed([t]) for t in texts])
     assert np.all(np.sum(together * alone, axis=1) > 0.9999)
+
+
+SEARCH_TEXTS = [
+    "When did Caroline go to the support group?",
+    "hi",
+    "What is my sister's favourite kind of music, and where did she study it before moving to Bergen?",
+    "Где живёт моя сестра?",
+]
+
+
+def test_local_model_embeds_search_texts_quickly_and_close_to_the_stored_vectors(local_model):
+    stored = local_model.embed(SEARCH_TEXTS)
+    searched = np.vstack([local_model.embed_query(text) for text in SEARCH_TEXTS])
+    assert searched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(searched, axis=1), 1.0, atol=1e-5)
+    agreement = np.sum(stored * searched, axis=1)
+    # Close to the reference vectors, and not them: the search session is the 8-bit copy.
+    assert np.all(agreement > 0.98), agreement
+    assert np.all(agreement < 0.99999), agreement
+    # Each search text is still nearer its own stored vector than any other text's.
+    assert np.array_equal(np.argmax(searched @ stored.T, axis=1), np.arange(len(SEARCH_TEXTS)))
+
+
+def test_the_8_bit_copy_is_built_once_and_reused(tmp_path, settings):
+    settings.DATA_DIR = tmp_path
+    first = LocalMiniLM()
+    first.warm_up()
+    (built,) = (tmp_path / "models").iterdir()
+    stamp = built.stat().st_mtime_ns
+    second = LocalMiniLM()
+    assert np.array_equal(second.embed_query("where is Oslo"), first.embed_query("where is Oslo"))
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [built.name]  # no scratch left behind
+    assert built.stat().st_mtime_ns == stamp
+
+
+def test_processes_starting_together_each_get_a_whole_copy(tmp_path):
+    # Two processes that build the copy at the same moment: each renames a whole file into place.
+    script = (
+        "import django, sys; django.setup(); from memory.embedders import LocalMiniLM;"
+        "v = LocalMiniLM().embed_query('where is Oslo'); print(float(v @ v))"
+    )
+    env = {**os.environ, "MNEMO_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=120)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0]
+    assert all(abs(float(out.strip().splitlines()[-1]) - 1.0) < 1e-4 for out in outputs)
+    (built,) = (tmp_path / "models").iterdir()  # one copy, no scratch directory left behind
+    assert built.name.endswith("-dynamic-int8.onnx")
+
+
+def test_without_its_8_bit_copy_the_model_embeds_search_texts_the_reference_way_and_says_why(
+    tmp_path, settings, caplog
+):
+    (tmp_path / "models").write_text("a file where the directory should be")
+    settings.DATA_DIR = tmp_path
+    model = LocalMiniLM()
+    with caplog.at_level("WARNING", logger="memory.embedders"):
+        searched = model.embed_query(SEARCH_TEXTS[0])
+    assert np.allclose(searched, model.embed([SEARCH_TEXTS[0]])[0], atol=1e-6)
+    assert "could not build or load the 8-bit copy" in caplog.text
+    assert str(tmp_path / "models") in caplog.text
