@@ -32,7 +32,7 @@ NOTES = 1_000
 MESSAGES = 100_000
 OWN_MESSAGES = 2_000
 PEOPLE = 100
-TURNS = 40
+TURNS = 100
 WARMUP = 5  # turns run before the measured ones (the first of them is reported on its own)
 
 WORDS = [
@@ -270,10 +270,12 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
 
         return measure(f"{size.name}: notes chosen in Python (every note read)", one, repeat=TURNS)
 
-    def measure_profile(profile: str, *, keep: bool = True, exact_queries: bool = False) -> Result:
+    def measure_profile(profile: str, *, keep: bool = True, beside_exact: bool = False) -> Result:
         """One profile's turns. With keep=False nothing is kept of the notes between turns (each reads
         every applicable note, as every turn did before memory.queries kept them per bank version).
-        With exact_queries the message is embedded like a stored text, not by the 8-bit search session."""
+        With beside_exact every other turn embeds its message like a stored text, not by the 8-bit
+        search session: the two alternate, so a noisy machine weighs on both alike. Those turns are
+        the result's `exactly`; its layers are the other turns'."""
         if profile == "python":
             return measure_in_python()
         timings: dict[str, list[float]] = {}
@@ -283,19 +285,17 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
             if not keep:
                 forget_kept_notes()
                 kept_banks.forget_kept()
-            result = compose(
-                team=team, agent=agent, person=person, conversation=own, message=recorded[i % len(recorded)],
-                scope=scope, profile=profile,
-            )  # fmt: skip
-            if i >= 0:
+            exact = beside_exact and i % 2 == 1
+            with search_texts_embedded_exactly() if exact else nullcontext():
+                result = compose(
+                    team=team, agent=agent, person=person, conversation=own,
+                    message=recorded[(i // 2 if beside_exact else i) % len(recorded)], scope=scope, profile=profile,
+                )  # fmt: skip
+            if i >= 0 and not exact:
                 for layer, ms in result.timings_ms.items():
                     timings.setdefault(layer, []).append(ms)
 
-        name = (
-            f"{size.name}: compose, {profile} profile"
-            + ("" if keep else ", nothing kept")
-            + (", message embedded like a stored text" if exact_queries else "")
-        )
+        name = f"{size.name}: compose, {profile} profile" + ("" if keep else ", nothing kept")
         # The first turn, before the warm-up: nothing of this person kept, their rows not yet read by
         # this profile (the first profile measured also pays for this process's first turn).
         forget_kept_notes()
@@ -305,11 +305,16 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
         one(-1)
         first = Result(f"{name}: first turn (cold)", [time.perf_counter() - started])
         # Nothing kept: the pair searched in SQL too (SEARCH_KEPT_MESSAGES=0), as before pairs were kept.
-        with (
-            override_settings(**({} if keep else {"SEARCH_KEPT_MESSAGES": 0})),
-            search_texts_embedded_exactly() if exact_queries else nullcontext(),
-        ):
-            result = measure(name, lambda i: one(i if i >= 0 else i - 1), repeat=TURNS, warmup=WARMUP)
+        with override_settings(**({} if keep else {"SEARCH_KEPT_MESSAGES": 0})):
+            result = measure(
+                name, lambda i: one(i if i >= 0 else i - 1), repeat=TURNS * (2 if beside_exact else 1), warmup=WARMUP
+            )
+        if beside_exact:
+            result.exactly = Result(  # type: ignore[attr-defined]
+                f"{name}, message embedded like a stored text (turns alternating with the row above)",
+                result.samples[1::2],
+            )
+            result.samples = result.samples[0::2]
         result.layers = timings  # type: ignore[attr-defined]
         result.first = first  # type: ignore[attr-defined]
         return result
@@ -326,9 +331,9 @@ def run(scratch_team_slug: str) -> None:
             continue
         measure_profile = _populate(size, f"{scratch_team_slug}-{index}")
         baseline = measure_profile("memory_only")
-        whole = measure_profile("full")
+        whole = measure_profile("full", beside_exact=True)
+        exactly: Result = whole.exactly  # type: ignore[attr-defined]
         unkept = measure_profile("full", keep=False)
-        exactly = measure_profile("full", exact_queries=True)
         in_python = measure_profile("python")
         measured.append((size, baseline, whole, unkept, exactly, in_python))
 
