@@ -74,7 +74,18 @@ def use_embedder() -> str:
     floor, strong = settings.VECTOR_GATES[name]
     settings.VECTOR_FLOOR = settings.VECTOR_FLOOR if "VECTOR_FLOOR" in os.environ else floor
     settings.VECTOR_STRONG = settings.VECTOR_STRONG if "VECTOR_STRONG" in os.environ else strong
+    warm_embedder()
     return name
+
+
+def warm_embedder() -> None:
+    """Load the configured embedder and its search session now, as a web process does at start-up
+    (memory.vectors.preload): measured searches never run while it loads."""
+    from memory.embedders import get_embedder
+
+    warm_up = getattr(get_embedder(), "warm_up", None)
+    if warm_up is not None:
+        warm_up()
 
 
 @contextmanager

@@ -52,7 +52,8 @@ def _quiet_pgserver_import() -> ModuleType:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock held across processes (flock on path) for the duration of the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -70,7 +71,7 @@ def postgres_settings(data_dir: Path) -> DBConfig:
         return {"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "USER": "postgres", "HOST": str(pgdata)}
     pgserver = _quiet_pgserver_import()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(data_dir / "pgserver.lock"):
+    with file_lock(data_dir / "pgserver.lock"):
         # cleanup_mode=None keeps the server up after this process exits; the default would
         # stop it when the last process that touched it ends, under the worker's feet.
         if not (pgdata / "postmaster.pid").exists():
@@ -115,7 +116,7 @@ def start_redis(redis_dir: Path, sock: Path) -> None:
 
     redis_dir = redis_dir.resolve()
     redis_dir.mkdir(parents=True, exist_ok=True)
-    with _file_lock(redis_dir / "start.lock"):
+    with file_lock(redis_dir / "start.lock"):
         if redis_ping(sock):
             return
         subprocess.run(

@@ -135,46 +135,90 @@ SEARCH_TEXTS = [
 
 
 def test_local_model_embeds_search_texts_quickly_and_close_to_the_stored_vectors(local_model):
+    local_model.warm_up()
     stored = local_model.embed(SEARCH_TEXTS)
     searched = np.vstack([local_model.embed_query(text) for text in SEARCH_TEXTS])
     assert searched.dtype == np.float32
     assert np.allclose(np.linalg.norm(searched, axis=1), 1.0, atol=1e-5)
     agreement = np.sum(stored * searched, axis=1)
     # Close to the reference vectors, and not them: the search session is the 8-bit copy.
-    assert np.all(agreement > 0.98), agreement
+    assert np.all(agreement > 0.95), agreement
+    assert agreement.mean() > 0.98, agreement
     assert np.all(agreement < 0.99999), agreement
     # Each search text is still nearer its own stored vector than any other text's.
     assert np.array_equal(np.argmax(searched @ stored.T, axis=1), np.arange(len(SEARCH_TEXTS)))
 
 
+def test_until_the_8_bit_copy_is_ready_search_texts_go_through_the_reference_session(tmp_path, settings):
+    settings.DATA_DIR = tmp_path
+    model = LocalMiniLM()
+    # The first search text does not wait for the copy to be built: it is embedded the reference way.
+    first = model.embed_query(SEARCH_TEXTS[0])
+    assert np.allclose(first, model.embed([SEARCH_TEXTS[0]])[0], atol=1e-6)
+    model.warm_up()
+    assert model.embed_query(SEARCH_TEXTS[0]) @ first < 0.99999
+
+
+def models_in(directory):
+    return sorted(p.name for p in directory.iterdir() if p.suffix == ".onnx")
+
+
 def test_the_8_bit_copy_is_built_once_and_reused(tmp_path, settings):
     settings.DATA_DIR = tmp_path
+    killed = tmp_path / "models" / ".building-killed"  # what a build killed half-way leaves
+    killed.mkdir(parents=True)
+    (killed / "folded.onnx").write_bytes(b"half a model")
     first = LocalMiniLM()
     first.warm_up()
-    (built,) = (tmp_path / "models").iterdir()
-    stamp = built.stat().st_mtime_ns
+    (built,) = models_in(tmp_path / "models")
+    assert not killed.exists()
+    stamp = (tmp_path / "models" / built).stat().st_mtime_ns
     second = LocalMiniLM()
+    second.warm_up()
     assert np.array_equal(second.embed_query("where is Oslo"), first.embed_query("where is Oslo"))
-    assert [p.name for p in (tmp_path / "models").iterdir()] == [built.name]  # no scratch left behind
-    assert built.stat().st_mtime_ns == stamp
+    assert (tmp_path / "models" / built).stat().st_mtime_ns == stamp
+    assert not list((tmp_path / "models").glob(".building-*"))
 
 
-def test_processes_starting_together_each_get_a_whole_copy(tmp_path):
-    # Two processes that build the copy at the same moment: each renames a whole file into place.
+def test_a_damaged_copy_is_built_again(tmp_path, settings, caplog):
+    settings.DATA_DIR = tmp_path
+    LocalMiniLM().warm_up()
+    (built,) = models_in(tmp_path / "models")
+    (tmp_path / "models" / built).write_bytes(b"not a model")
+    model = LocalMiniLM()
+    with caplog.at_level("WARNING", logger="memory.embedders"):
+        model.warm_up()
+    assert "could not be loaded; building it again" in caplog.text
+    assert "not using the 8-bit copy" not in caplog.text
+    assert model.embed_query(SEARCH_TEXTS[0]) @ model.embed([SEARCH_TEXTS[0]])[0] < 0.99999
+
+
+def test_processes_starting_together_build_one_copy_and_both_use_it(tmp_path):
     script = (
-        "import django, sys; django.setup(); from memory.embedders import LocalMiniLM;"
-        "v = LocalMiniLM().embed_query('where is Oslo'); print(float(v @ v))"
+        "import django; django.setup(); from memory.embedders import LocalMiniLM; m = LocalMiniLM(); m.warm_up();"
+        "q = m.embed_query('where is Oslo'); s = m.embed(['where is Oslo'])[0]; print(float(q @ s))"
     )
-    env = {**os.environ, "MNEMO_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env = {
+        **os.environ,
+        "MNEMO_DATA_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "MNEMO_EMBEDDED_AUTOSTART": "0",  # nothing here needs the database or Redis
+        "SECRET_KEY": "test-only-secret-key-for-two-processes",
+    }
     runs = [
-        subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
-    outputs = [run.communicate(timeout=120)[0] for run in runs]
-    assert [run.returncode for run in runs] == [0, 0]
-    assert all(abs(float(out.strip().splitlines()[-1]) - 1.0) < 1e-4 for out in outputs)
-    (built,) = (tmp_path / "models").iterdir()  # one copy, no scratch directory left behind
-    assert built.name.endswith("-dynamic-int8.onnx")
+    outputs = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    for out, err in outputs:
+        assert 0.95 < float(out.strip().splitlines()[-1]) < 0.99999, (out, err)  # the 8-bit copy, in both
+        assert "not using the 8-bit copy" not in err
+    assert len(models_in(tmp_path / "models")) == 1
+    assert not list((tmp_path / "models").glob(".building-*"))
+    assert not (tmp_path / "pgdata").exists()
 
 
 def test_without_its_8_bit_copy_the_model_embeds_search_texts_the_reference_way_and_says_why(
@@ -184,7 +228,19 @@ def test_without_its_8_bit_copy_the_model_embeds_search_texts_the_reference_way_
     settings.DATA_DIR = tmp_path
     model = LocalMiniLM()
     with caplog.at_level("WARNING", logger="memory.embedders"):
-        searched = model.embed_query(SEARCH_TEXTS[0])
+        model.warm_up()
+    searched = model.embed_query(SEARCH_TEXTS[0])
     assert np.allclose(searched, model.embed([SEARCH_TEXTS[0]])[0], atol=1e-6)
-    assert "could not build or load the 8-bit copy" in caplog.text
+    assert "not using the 8-bit copy" in caplog.text
     assert str(tmp_path / "models") in caplog.text
+
+
+def test_an_8_bit_copy_that_strays_from_the_reference_is_not_used(tmp_path, settings, caplog, monkeypatch):
+    # A CPU whose 8-bit arithmetic saturates would give vectors far from the reference ones.
+    monkeypatch.setattr("memory.embedders.MIN_QUERY_AGREEMENT", 0.99999)
+    settings.DATA_DIR = tmp_path
+    model = LocalMiniLM()
+    with caplog.at_level("WARNING", logger="memory.embedders"):
+        model.warm_up()
+    assert "agree with the reference ones to a cosine of" in caplog.text
+    assert np.allclose(model.embed_query(SEARCH_TEXTS[0]), model.embed([SEARCH_TEXTS[0]])[0], atol=1e-6)
