@@ -81,11 +81,9 @@ def use_embedder() -> str:
 def warm_embedder() -> None:
     """Load the configured embedder and its search session now, as a web process does at start-up
     (memory.vectors.preload): measured searches never run while it loads."""
-    from memory.embedders import get_embedder
+    from memory.vectors import warm_embedder as warm
 
-    warm_up = getattr(get_embedder(), "warm_up", None)
-    if warm_up is not None:
-        warm_up()
+    warm()
 
 
 @contextmanager

@@ -245,12 +245,12 @@ def start_search(
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
     # The query is embedded while the pair is read (or a vector kept from a recent embedding is
     # used: a turn's composer embeds its message first).
-    embedder = get_embedder() if ranking.meaning else None
+    configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks
+    embedder = configured if ranking.meaning else None
     kept = kept_query_vector(meaning_query) if embedder is not None else None
     soon = None
     if embedder is not None and kept is None:
         soon = query_vector if query_vector is not None and meaning_query == asked else embed_query_soon(meaning_query)
-    configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks
     vectors = (configured.model, configured.dim) if configured is not None else None
     words_asked = " ".join(terms) if ranking.words else ""
     with kept_pairs.synced(

@@ -171,18 +171,18 @@ class LocalMiniLM:
 
         directory = settings.DATA_DIR / "models"
         try:
-            path = quantised_copy(self._source, directory)
-            try:
-                session = ort.InferenceSession(
-                    str(path), sess_options=self._options, providers=["CPUExecutionProvider"]
-                )
-            except Exception:  # a damaged file under the final name: built again, once
-                logger.warning("the 8-bit copy at %s could not be loaded; building it again", path)
-                path.unlink(missing_ok=True)
+            for attempt in (1, 2):
                 path = quantised_copy(self._source, directory)
-                session = ort.InferenceSession(
-                    str(path), sess_options=self._options, providers=["CPUExecutionProvider"]
-                )
+                try:
+                    session = ort.InferenceSession(
+                        str(path), sess_options=self._options, providers=["CPUExecutionProvider"]
+                    )
+                    break
+                except Exception:  # a damaged file under the final name: built again, once
+                    if attempt == 2:
+                        raise
+                    logger.warning("the 8-bit copy at %s could not be loaded; building it again", path)
+                    path.unlink(missing_ok=True)
             agreement = self._agreement(session)
             if agreement < MIN_QUERY_AGREEMENT:
                 raise ValueError(

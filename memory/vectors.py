@@ -92,6 +92,13 @@ def embed_query(text: str) -> tuple[np.ndarray | None, str]:
     return vector, ""
 
 
+def warm_embedder() -> None:
+    """Load the configured embedder now, and a local model's search session (LocalMiniLM.warm_up)."""
+    warm_up = getattr(get_embedder(), "warm_up", None)
+    if warm_up is not None:
+        warm_up()
+
+
 def preload() -> None:
     """Load, in the background, what a process's first turn would otherwise wait for (a second or
     more each): the embedding model and the language identifier (memory.language). Web processes
@@ -99,10 +106,7 @@ def preload() -> None:
 
     def load() -> None:
         try:
-            embedder = get_embedder()
-            warm_up = getattr(embedder, "warm_up", None)  # a local model's search session (LocalMiniLM)
-            if warm_up is not None:
-                warm_up()
+            warm_embedder()
             language.preload()
         except Exception:  # the turn that needs it will load it again, and say why it cannot
             logger.exception("preloading the embedder and the language identifier failed")
