@@ -330,7 +330,9 @@ class _Composer:
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if self._ranked is None or allowed <= len(PASSAGES_HEADER) + 1:
             return None, []
-        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + len(hidden) + 4, exclude_ids=hidden)
+        # hits() leaves out the hidden ones before it counts; the four spare stand in for hits erased
+        # since the search, which are not read.
+        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + 4, exclude_ids=hidden)
         lines = [_passage_line(hit.message) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
         if plan.overflowed:
