@@ -240,13 +240,23 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
                 conversation = Conversation.objects.create(team=team, agent=agent, person=other, started_at=start)
                 _bulk_messages(conversation, per_other + (1 if index < extra else 0), rng, start, bar)
 
+    messages = (
+        dialogue[1][: TURNS + 10]
+        if dialogue is not None
+        else [sentence(rng, rng.randint(6, 16)) for _ in range(TURNS + 10)]
+    )
+    # Each measured turn's message is answered before the next is said, as in a real conversation:
+    # its window then ends with the agent's reply and the person's new message, not with every
+    # message of the bench in one run of the person's (merged into one item, as _merge_roles does).
+    recorded = []
+    for text in messages:
+        recorded.append(record_message(conversation=own, role="user", content=text))
+        reply = next(said) if said is not None else sentence(rng, rng.randint(5, 40))
+        record_message(conversation=own, role="assistant", content=reply)
     if dialogue is not None:  # the person's messages embedded, as a worker would have long before
-        with tqdm(total=size.own_messages + size.earlier_messages, desc=f"{size.name}: embedding", unit="msg") as bar:
+        count = Message.objects.filter(team=team).count()
+        with tqdm(total=count, desc=f"{size.name}: embedding", unit="msg") as bar:
             MESSAGES.reconcile(rows=Message.objects.filter(team=team), batch_size=256, progress=bar.update)
-        messages = dialogue[1][: TURNS + 10]
-    else:
-        messages = [sentence(rng, rng.randint(6, 16)) for _ in range(TURNS + 10)]
-    recorded = [record_message(conversation=own, role="user", content=text) for text in messages]
     # Measured as a database that autovacuum has analysed since (as it would have long before a
     # person grows this large): without statistics the words half of the passages' search scores
     # every message holding a query word (in this vocabulary of 76 words, nearly all 5,000 of the
