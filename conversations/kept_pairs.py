@@ -41,7 +41,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -108,7 +107,6 @@ class _Postings:
 
 
 ROLES = tuple(Message.Role.values)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class KeptPair:
@@ -244,7 +242,7 @@ class KeptPair:
     def rows(self, chosen: np.ndarray, scores: np.ndarray) -> list[Row]:
         """Messages `chosen` as conversations.retrieval's rows, each with its score."""
         return [
-            (pk, conversation, order, _EPOCH + timedelta(microseconds=stamp), ROLES[role], score)
+            (pk, conversation, order, stamp, ROLES[role], score)
             for pk, conversation, order, stamp, role, score in zip(
                 self.ids.data[chosen].tolist(),
                 self.conversation_ids.data[chosen].tolist(),

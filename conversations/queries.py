@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.conf import settings
@@ -135,12 +136,23 @@ def _named_speakers(agent: Agent, person: Person, query: str) -> dict[str, str]:
     return {word: role for word, role in names.items() if word in asked}
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _microseconds(moment: datetime) -> int:
+    """A moment as a Row carries when its message was said (conversations.retrieval.SaidAt)."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def _weigh_by_date(found: dict[int, Row], own: dict[int, float], dates: list[NamedDate]) -> None:
     """Candidates said outside the named dates keep DATE_SHARE of their score; when none was said
     in them (a date still to come, or before these conversations), every candidate keeps its own."""
     if not dates:
         return
-    windows = [named.window(slack_days=DATE_SLACK_DAYS) for named in dates]
+    windows = [
+        (_microseconds(start), _microseconds(end))
+        for start, end in (named.window(slack_days=DATE_SLACK_DAYS) for named in dates)
+    ]
     outside = []
     for pk, row in found.items():  # a loop, not any(): this runs for up to 1,000 candidates
         for start, end in windows:
