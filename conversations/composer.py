@@ -28,8 +28,8 @@ from conversations.queries import PendingSearch, RankedMessages, start_search, w
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX, Note
-from memory.queries import TurnContext, TurnNote, turn_notes
+from memory.models import CONTENT_MAX
+from memory.queries import TurnContext, TurnNote, note_contents, turn_notes
 
 logger = logging.getLogger(__name__)
 
@@ -273,21 +273,13 @@ class _Composer:
         body = f"{digest}\n{NOTES_HEADER}"
         packing = budget.pack_lines(len(body), [_line_chars(c) for c in candidates], allowed)
         chosen = [candidates[index] for index in packing.taken]
-        contents = dict(
-            Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in chosen])
-            .order_by()
-            .values_list("pk", "content")
-        )
+        contents = note_contents(team=self.team, ids=[c.pk for c in chosen])
         lines = [_note_line(c.key, contents.get(c.pk, "")) for c in chosen]
         if [len(line) for line in lines] != [_line_chars(c) for c in chosen]:
             # A length the database computed differs from the line rendered here (a note changed
             # between the two reads): decide again from the lines themselves.
             logger.warning("note line lengths disagreed while composing turn for %s; packing again", self.person)
-            contents = dict(
-                Note.objects.filter(team_id=self.team.pk, pk__in=[c.pk for c in candidates]).values_list(
-                    "pk", "content"
-                )
-            )
+            contents = note_contents(team=self.team, ids=[c.pk for c in candidates])
             candidates = [c for c in candidates if c.pk in contents]  # deleted meanwhile: gone
             every = [_note_line(c.key, contents[c.pk]) for c in candidates]
             packing = budget.pack_lines(len(body), [len(line) for line in every], allowed)

@@ -1,0 +1,79 @@
+"""The hot reads written as SQL by hand (memory.banks.applicable_banks, memory.queries.note_contents,
+conversations.queries.RankedMessages.hits) read what the querysets they replaced read, and only the
+team's."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from conversations.models import Message
+from conversations.queries import RankedMessages, rank_candidates
+from conversations.services import erase_message
+from memory.banks import applicable_banks
+from memory.models import Bank, Note
+from memory.queries import note_contents
+from memory.services import get_or_create_bank, remember
+from tests.factories import PersonFactory, chat, note_fields
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("model", [Bank, Message])
+def test_no_field_read_by_hand_converts_what_the_database_gives(model):
+    # Model.from_db takes values as psycopg loads them; a field with a converter (a JSONField, a
+    # custom field) would be left unconverted, so such a field needs these reads changed first.
+    converting = [field.attname for field in model._meta.concrete_fields if field.get_db_converters(connection)]
+    assert converting == []
+
+
+def test_the_banks_a_turn_reads_are_the_existing_ones_narrowest_first_with_every_field(tenant, person, other_tenant):
+    scope = "project:apollo"
+    everywhere = get_or_create_bank(team=tenant.team, person=person, scope="", kind="global")
+    private = get_or_create_bank(team=tenant.team, person=person, scope=scope, kind="private")
+    same_address = PersonFactory(team=other_tenant.team, external_id=person.external_id)
+    get_or_create_bank(team=other_tenant.team, person=same_address, scope=scope, kind="private")
+
+    banks = applicable_banks(team=tenant.team, person=person, scope=scope)
+
+    assert [bank.pk for bank in banks] == [private.pk, everywhere.pk]  # no shared bank exists yet
+    for read, written in zip(banks, [private, everywhere], strict=True):
+        fresh = Bank.objects.get(pk=written.pk)
+        for field in Bank._meta.concrete_fields:
+            assert getattr(read, field.attname) == getattr(fresh, field.attname), field.attname
+        assert read._state.adding is False
+    shared = get_or_create_bank(team=tenant.team, person=person, scope=scope, kind="shared")
+    assert [bank.pk for bank in applicable_banks(team=tenant.team, person=person, scope=scope)] == [
+        private.pk, shared.pk, everywhere.pk,
+    ]  # fmt: skip
+
+
+def test_note_contents_are_the_teams_notes_that_still_exist(tenant, person, actor, other_tenant):
+    kept = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="a", content="kept"))
+    gone = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="b", content="gone"))
+    gone_id = gone.note.pk
+    Note.objects.filter(pk=gone_id).delete()
+
+    assert note_contents(team=tenant.team, ids=[kept.note.pk, gone_id]) == {kept.note.pk: "kept"}
+    assert note_contents(team=other_tenant.team, ids=[kept.note.pk]) == {}
+    assert note_contents(team=tenant.team, ids=[]) == {}
+
+
+def test_hits_are_whole_messages_of_the_searched_team_and_never_erased_ones(tenant, person, conversation):
+    recorded = chat(conversation, [("Pottery on Monday", "Pottery again on Tuesday"), ("More pottery", "Pottery!")])
+    ranked = rank_candidates(agent=tenant.agent, person=person, query="pottery")
+    hits = ranked.hits(limit=5)
+
+    assert len(hits) >= 2
+    assert {hit.message.pk for hit in hits} <= {m.pk for m in recorded}
+    for hit in hits:
+        fresh = Message.objects.get(pk=hit.message.pk)
+        for field in Message._meta.concrete_fields:
+            if field.attname != "search":  # never read for a hit
+                assert getattr(hit.message, field.attname) == getattr(fresh, field.attname), field.attname
+        assert "search" in hit.message.get_deferred_fields()
+    # Another team's ranking of the same ids reads nothing.
+    elsewhere = RankedMessages(ranked.best_first, ranked.totals, team_id=tenant.team.pk + 10_000)
+    assert elsewhere.hits(limit=5) == []
+    erase_message(message=hits[0].message)
+    assert [hit.message.pk for hit in ranked.hits(limit=5)] == [hit.message.pk for hit in hits[1:]]
