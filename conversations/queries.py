@@ -107,6 +107,10 @@ class Ranking:
     second_neighbour_share: float = SECOND_NEIGHBOUR_SHARE
     # Dates the query names are searched as when things were said, not as words (DATE_SHARE).
     dates: bool = True
+    # When the query names both sides, the side named first is the one it asks about ("What book
+    # did Tim recommend to John?" is answered by Tim), unless the two are named together ("Jon and
+    # Gina", "both"): the other side then keeps other_speaker_share, as when one side is named.
+    subject_first: bool = True
 
 
 DEFAULT_RANKING = Ranking()
@@ -123,6 +127,7 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0, second_neighbour_share=0.0),
     "second neighbours' share (none)": replace(DEFAULT_RANKING, second_neighbour_share=0.0),
     "dates named in the query": replace(DEFAULT_RANKING, dates=False),
+    "the side named first asked about, when both are": replace(DEFAULT_RANKING, subject_first=False),
 }
 
 
@@ -143,6 +148,26 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def _microseconds(moment: datetime) -> int:
     """A moment as a Row carries when its message was said (conversations.retrieval.SaidAt)."""
     return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+_JOINING = frozenset({"and", "or"})
+
+
+def _asked_about(named: dict[str, str], query: str) -> dict[str, str]:
+    """The names of the side the query asks about: when it names both sides, the side named first
+    is the question's subject ("What advice did Tim give John?", "How does Gina describe Jon's
+    studio?"), unless the two are named together ("What do Jon and Gina both like?", "Did both
+    Nate and Joanna see it?"): then both, as when it names one side or none."""
+    if len(set(named.values())) < 2:
+        return named
+    said = words(query.replace("&", " and "))  # as _named_speakers read the names
+    if "both" in said:
+        return named
+    for before, joining, after in zip(said, said[1:], said[2:], strict=False):
+        if joining in _JOINING and before in named and after in named and named[before] != named[after]:
+            return named
+    first = next((named[word] for word in said if word in named), None)
+    return {word: role for word, role in named.items() if role == first} if first is not None else named
 
 
 def _weigh_by_date(found: dict[int, Row], own: dict[int, float], dates: list[NamedDate]) -> None:
@@ -238,8 +263,9 @@ def rank_candidates(
     searched by neither half. A date the query names is not searched as words or meaning: the
     messages said outside it keep DATE_SHARE of their score. Then every candidate is given
     NEIGHBOUR_SHARE of the scores of the candidates just before and after it in its conversation,
-    and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the query names one side only, the
-    other side's messages keep OTHER_SPEAKER_SHARE of the sum. When the embedder is down the
+    and SECOND_NEIGHBOUR_SHARE of the two beyond those. When the query names one side only (or
+    both, the first as the question's subject: _asked_about), the other side's messages keep
+    OTHER_SPEAKER_SHARE of the sum. When the embedder is down the
     words alone answer, and the result says so.
 
     `query_vector`: memory.vectors.embed_query_soon(query), when the caller has started it already
@@ -273,6 +299,7 @@ def start_search(
         terms = [term for term in terms if term not in named] or terms
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
+    about = _asked_about(named, query) if ranking.subject_first else named  # whose messages count whole
     # The query is embedded while the pair is read (or a vector kept from a recent embedding is
     # used: a turn's composer embeds its message first).
     configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks
@@ -289,7 +316,7 @@ def start_search(
         # A kept pair answers the words half here, and the meaning half too when it keeps vectors;
         # what it cannot answer goes to the database as before (conversations.retrieval).
         pending = PendingSearch(
-            ranking=ranking, named=named, dates=dates, scope=pair.scope, soon=soon, kept_vector=kept,
+            ranking=ranking, named=about, dates=dates, scope=pair.scope, soon=soon, kept_vector=kept,
             meaning=embedder is not None,
         )  # fmt: skip
         if ranking.words and pair.kept is not None:

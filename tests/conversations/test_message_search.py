@@ -297,6 +297,33 @@ def test_the_other_sides_question_lifts_the_named_sides_answer(tenant, conversat
     assert before.index(other) < before.index(answer)
 
 
+def test_when_both_sides_are_named_the_first_is_the_one_asked_about_unless_named_together(tenant, conversation):
+    from dataclasses import replace
+
+    from conversations.queries import DEFAULT_RANKING
+
+    person = conversation.person  # "ada"
+    tenant.agent.name = "Melanie"
+    tenant.agent.save(update_fields=["name"])
+    # Both say the same words; the agent said them later, so alike they rank the agent's first.
+    said = record_message(conversation=conversation, role="user", content="Dune is the novel I recommend")
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    replied = record_message(conversation=later, role="assistant", content="Dune is the novel I recommend")
+
+    def first(query, ranking=DEFAULT_RANKING):
+        return rank_messages(agent=tenant.agent, person=person, query=query, limit=2, ranking=ranking).hits[0]
+
+    assert first("Which novel did Ada recommend to Melanie?").message.pk == said.pk
+    assert first("Which novel did Melanie recommend to Ada?").message.pk == replied.pk
+    # Named together ("and", "&", "both"), neither side is the subject: both rank alike.
+    for together in ("Which novel do Ada and Melanie recommend?", "Which novel do Ada & Melanie recommend?",
+                     "Which novel did both Ada, Melanie recommend?"):  # fmt: skip
+        assert first(together).message.pk == replied.pk, together
+    # Without the rule, both sides named count alike.
+    alike = replace(DEFAULT_RANKING, subject_first=False)
+    assert first("Which novel did Ada recommend to Melanie?", alike).message.pk == replied.pk
+
+
 @pytest.mark.parametrize(
     ("said", "asked", "language"),
     [
