@@ -5,7 +5,9 @@ The worker runs the real tasks with the hashing embedder held at a gate (tests/g
 the test writes an item through the write path, waits until the worker announces that it is
 embedding that item, then lets the task finish and deletes the item at nearly the same moment,
 with a seeded jitter on either side so the delete's and the task's transactions interleave every
-way.
+way. One item in five is let finish before its delete starts, and one in five is deleted before
+its task goes on: both orders then happen on every run, however a busy machine skews the timing
+of the others.
 Several lanes (threads, each with its own connection and API client) run at once, so deletes of
 notes and of messages also overlap each other and several tasks are in flight.
 """
@@ -40,9 +42,8 @@ TASK_LINE = re.compile(
     r"Task (memory\.tasks\.embed_notes|conversations\.tasks\.embed_messages)\[[^]]+\] (succeeded|raised|retry)"
     r"(?: in [\d.e-]+s: (\d+))?"  # a task's result: how many vectors it stored
 )
-# At least this many tasks of each kind stored first, and as many found the row gone: enough to show
-# both orders happened, few enough that a busy machine (which skews the mix) does not fail the run.
-BOTH_ORDERS = 3
+ORDERED_EVERY = 5  # item i with i % 5 == 0 lets its task store first; i % 5 == 1 is deleted first
+STORE_WAIT = 20  # seconds a lane waits for a task let go first to store its vector
 
 
 def _api(tenant: Tenant) -> APIClient:
@@ -77,8 +78,20 @@ class Lane:
         """Delete by one of the real paths; return what went wrong, or ''."""
         raise NotImplementedError
 
+    def stored(self, item_id: int) -> bool:
+        """Whether the item's vector has been stored."""
+        raise NotImplementedError
+
     def release(self, token: str) -> None:
         self.gate.rpush(f"{self.prefix}go:{token}", 1)
+
+    def release_and_wait_until_stored(self, token: str, item_id: int) -> None:
+        self.release(token)
+        waited_until = time.monotonic() + STORE_WAIT
+        while not self.stored(item_id):
+            if time.monotonic() > waited_until:
+                raise AssertionError(f"the task of {token} let go first stored no vector within {STORE_WAIT}s")
+            time.sleep(0.005)
 
     def run(self, deadline: float) -> None:
         try:
@@ -104,21 +117,27 @@ class Lane:
                 raise AssertionError(f"no embedding task of lane {self.name} started within 20s")
             token = started[1].decode() if isinstance(started[1], bytes) else started[1]
             i, item_id = self.in_flight.pop(token)
-            # The task is mid-embedding now. Let it go on to store its vector at nearly the moment
-            # the delete starts: mostly a little after (the delete needs a few ms to reach the
-            # database), sometimes before.
-            lag = self.rng.uniform(-0.03, 0.005)
-            if lag < 0:
-                timer = threading.Timer(-lag, self.release, args=(token,))
-                timer.start()
-                self.releases.append(timer)
-            else:
-                self.release(token)
-                time.sleep(lag)
+            # The task is mid-embedding now.
+            order = i % ORDERED_EVERY
+            if order == 0:  # its vector is stored, and the delete must take it with the row
+                self.release_and_wait_until_stored(token, item_id)
+            elif order > 1:
+                # Let it go on to store its vector at nearly the moment the delete starts: mostly a
+                # little after (the delete needs a few ms to reach the database), sometimes before.
+                lag = self.rng.uniform(-0.03, 0.005)
+                if lag < 0:
+                    timer = threading.Timer(-lag, self.release, args=(token,))
+                    timer.start()
+                    self.releases.append(timer)
+                else:
+                    self.release(token)
+                    time.sleep(lag)
             try:
                 problem = self.delete(i, token, item_id)
             except Exception as exc:  # every failed delete is collected and reported
                 problem = repr(exc)
+            if order == 1:  # deleted first: the task must find the row gone (or blank) and store nothing
+                self.release(token)
             if problem:
                 self.failures.append(f"deleting {token} (id {item_id}): {problem}")
             if time.monotonic() > deadline:
@@ -142,6 +161,9 @@ class NoteLane(Lane):
         assert result.note is not None
         return result.note.pk
 
+    def stored(self, item_id: int) -> bool:
+        return NoteVector.objects.filter(note_id=item_id).exists()
+
     def delete(self, i: int, token: str, item_id: int) -> str:
         # The REST resource, the agent's forget tool, and the services that the lens (erase),
         # the admin and the curator call.
@@ -164,6 +186,9 @@ class MessageLane(Lane):
     def write(self, i: int, token: str) -> int:
         content = f"Message {token}: I watered {i} plants today."
         return record_message(conversation=self.conversation, role="user", content=content).pk
+
+    def stored(self, item_id: int) -> bool:
+        return MessageVector.objects.filter(message_id=item_id).exists()
 
     def delete(self, i: int, token: str, item_id: int) -> str:
         # The REST resource, and the service the message erasure will build on.
@@ -217,9 +242,12 @@ def test_deleting_notes_and_messages_while_they_are_embedded_always_succeeds(
     ][:5]
     assert "IntegrityError" not in log
     assert "Traceback" not in log
-    # The race went both ways for both kinds: some tasks stored their vector before the delete
-    # took the row (and the delete removed it), others found the row already gone.
+    # The race went both ways for both kinds: the tasks let go first (and perhaps others) stored
+    # their vector before the delete took the row, and the delete removed it; the tasks of the items
+    # deleted first (and perhaps others) found the row gone and stored nothing.
+    ordered = ITEMS // ORDERED_EVERY
     for task in ("memory.tasks.embed_notes", "conversations.tasks.embed_messages"):
         stored = [int(count) for name, _, count in tasks if name == task]
-        assert stored.count(1) >= BOTH_ORDERS, (task, stored.count(1))
-        assert stored.count(0) >= BOTH_ORDERS, (task, stored.count(0))
+        assert len(stored) == ITEMS, (task, len(stored))
+        assert stored.count(1) >= ordered, (task, stored.count(1))
+        assert stored.count(0) >= ordered, (task, stored.count(0))
