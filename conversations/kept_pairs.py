@@ -49,7 +49,7 @@ from django.db import connection
 
 from accounts.models import Agent, Person
 from conversations.models import Conversation, Message, MessageVector
-from conversations.retrieval import Row, Scope
+from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope
 from memory.indexing import namespace_for, unit_from_binary
 
 logger = logging.getLogger(__name__)
@@ -104,9 +104,6 @@ class _Postings:
     def keep(self, rows: np.ndarray) -> None:
         self._column = _Column(np.int32)
         self._column.extend(rows)
-
-
-ROLES = tuple(Message.Role.values)
 
 
 class KeptPair:
@@ -239,20 +236,12 @@ class KeptPair:
                 postings = self.holding[lexeme] = _Postings()
             postings.extend(holders[order[bounds[at] : bounds[at + 1]]])
 
-    def rows(self, chosen: np.ndarray, scores: np.ndarray) -> list[Row]:
-        """Messages `chosen` as conversations.retrieval's rows, each with its score."""
-        return [
-            (pk, conversation, order, stamp, ROLES[role], score)
-            for pk, conversation, order, stamp, role, score in zip(
-                self.ids.data[chosen].tolist(),
-                self.conversation_ids.data[chosen].tolist(),
-                self.orders.data[chosen].tolist(),
-                self.stamps.data[chosen].tolist(),
-                self.roles.data[chosen].tolist(),
-                scores[chosen].tolist(),
-                strict=True,
-            )
-        ]
+    def found(self, chosen: np.ndarray, scores: np.ndarray) -> Found:
+        """Messages `chosen` as conversations.retrieval's candidates, each with its score."""
+        return Found(
+            self.ids.data[chosen], self.conversation_ids.data[chosen], self.orders.data[chosen],
+            self.stamps.data[chosen], self.roles.data[chosen], scores[chosen].astype(np.float64),
+        )  # fmt: skip
 
     def fill(self, vectors: list[tuple[int, bytes]]) -> None:
         """Vectors found for messages kept without one (a zero vector is looked for no more)."""
@@ -275,7 +264,7 @@ class KeptPair:
 
     # --- the two halves -----------------------------------------------------------------
 
-    def keyword_rows(self, lexemes: Iterable[str], limit: int) -> list[Row]:
+    def keyword_candidates(self, lexemes: Iterable[str], limit: int) -> Found:
         """conversations.retrieval.keyword_matches over the kept messages, every lexeme counted
         exactly: the summed inverse document frequency (over the pair) of the query's lexemes each
         message holds, best first, then the latest said, then the latest recorded."""
@@ -303,9 +292,9 @@ class KeptPair:
         size = len(self)
         return VectorView(self, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
 
-    def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> list[Row]:
+    def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> Found:
         chosen = _best_first(found, scores, (self.ids.view(), self.stamps.view()), limit)
-        return self.rows(chosen, scores)
+        return self.found(chosen, scores)
 
 
 @dataclass(frozen=True)
@@ -317,16 +306,16 @@ class VectorView:
     matrix: np.ndarray
     present: np.ndarray
 
-    def similar_rows(self, vector: np.ndarray, limit: int) -> list[Row]:
+    def similar_candidates(self, vector: np.ndarray, limit: int) -> Found:
         """The exact scan of conversations.retrieval.similar_messages over the kept vectors:
         similarity above VECTOR_FLOOR, closest first, then the latest recorded."""
         norm = float(np.linalg.norm(vector))
         if not len(self.ids) or norm == 0:
-            return []
+            return NOTHING_FOUND
         query = np.asarray(vector, dtype=np.float32) / np.float32(norm)
         similarity = self.matrix @ query
         close = np.flatnonzero(self.present & (similarity > settings.VECTOR_FLOOR))
-        return self.pair.rows(_best_first(close, similarity, (self.ids,), limit), similarity)
+        return self.pair.found(_best_first(close, similarity, (self.ids,), limit), similarity)
 
 
 def _best_first(rows: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray, ...], limit: int) -> np.ndarray:

@@ -55,6 +55,51 @@ from memory.indexing import namespace_for
 Row = tuple[int, int, int, int, str, float]
 
 
+ROLES = tuple(Message.Role.values)  # a Found's roles are indices in this
+
+
+@dataclass(frozen=True)
+class Found:
+    """One half's candidates as numpy columns, a Row's fields an array each (roles as indices in
+    ROLES): what the ranking reads (conversations.queries._rank), without a tuple per candidate."""
+
+    ids: np.ndarray  # int64
+    conversations: np.ndarray  # int64
+    orders: np.ndarray  # int64
+    stamps: np.ndarray  # int64: when said, as in a Row
+    roles: np.ndarray  # int8
+    scores: np.ndarray  # float64
+
+    @classmethod
+    def of_rows(cls, rows: list[Row]) -> Found:
+        if not rows:
+            return NOTHING_FOUND
+        ids, conversations, orders, stamps, roles, scores = zip(*rows, strict=True)
+        return cls(
+            np.array(ids, dtype=np.int64),
+            np.array(conversations, dtype=np.int64),
+            np.array(orders, dtype=np.int64),
+            np.array(stamps, dtype=np.int64),
+            np.array([ROLES.index(role) for role in roles], dtype=np.int8),
+            np.array(scores, dtype=np.float64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self) -> list[Row]:
+        return list(
+            zip(
+                self.ids.tolist(), self.conversations.tolist(), self.orders.tolist(), self.stamps.tolist(),
+                [ROLES[role] for role in self.roles.tolist()], self.scores.tolist(), strict=True,
+            )
+        )  # fmt: skip
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+NOTHING_FOUND = Found(_NONE, _NONE, _NONE, _NONE, np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.float64))
+
+
 class SaidAt(Func):
     """A message's created_at as a Row carries it (the SQL here and kept_pairs' _SYNC read it so)."""
 
