@@ -43,7 +43,6 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import BigIntegerField, Func
-from pgvector.django import CosineDistance
 
 from accounts.models import Agent, Person
 from conversations.models import Message, MessageVector
@@ -455,7 +454,7 @@ def similar_statement(
             + _APPROXIMATE_SQL.format(width=int(width))
             + ";SET LOCAL hnsw.ef_search TO DEFAULT",
             {
-                "query": "[" + ",".join(map(repr, vector.tolist())) + "]",
+                "query": vector_literal(vector),
                 "ef": depth,
                 "team": scope.team_id,
                 "namespace": namespace_for(scope.team_id),
@@ -466,30 +465,40 @@ def similar_statement(
                 "limit": min(limit, APPROXIMATE_CANDIDATES),
             },
         ), "approximate"  # its rows' similarity is a float8
-    query = (
-        MessageVector.objects.filter(
-            team_id=scope.team_id,
-            namespace=namespace_for(scope.team_id),
-            model=model,
-            dim=width,
-            message__team_id=scope.team_id,
-            message__conversation__agent_id=scope.agent_id,
-            message__conversation__person_id=scope.person_id,
-        )
-        .annotate(distance=CosineDistance("embedding", vector.tolist()), said_at=SaidAt("message__created_at"))
-        .filter(distance__lt=below)
-        .order_by("distance", "-message_id")
-        .values_list(
-            "message_id",
-            "message__conversation_id",
-            "message__order",
-            "said_at",
-            "message__role",
-            "distance",
-        )[:limit]
-    ).query
-    sql, params = query.get_compiler(connection=connection).as_sql()
-    return Statement(sql, params, distances=True), "exact"
+    params = {
+        "query": vector_literal(vector),
+        "team": scope.team_id,
+        "namespace": namespace_for(scope.team_id),
+        "model": model,
+        "dim": int(width),
+        "agent": scope.agent_id,
+        "person": scope.person_id,
+        "below": below,
+        "limit": limit,
+    }
+    return Statement(_EXACT_SQL, params, distances=True), "exact"
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """A vector as pgvector reads it from text."""
+    return "[" + ",".join(map(repr, vector.tolist())) + "]"
+
+
+# The pair's vectors scanned exactly, closest first (then the latest recorded): written by hand, as
+# compiling the equivalent queryset cost more than running it (8 ms a search on this project's
+# 2-core machine, where a pair of 5,000 messages runs it in under 2).
+_EXACT_SQL = """
+SELECT v.message_id, m.conversation_id, m."order", (extract(epoch FROM m.created_at) * 1000000)::bigint, m.role,
+       v.embedding <=> %(query)s::vector AS distance
+FROM conversations_messagevector v
+JOIN conversations_message m ON m.id = v.message_id
+JOIN conversations_conversation c ON c.id = m.conversation_id
+WHERE v.team_id = %(team)s AND v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
+  AND m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+  AND v.embedding <=> %(query)s::vector < %(below)s
+ORDER BY distance, v.message_id DESC
+LIMIT %(limit)s
+"""
 
 
 @dataclass(frozen=True)
