@@ -240,7 +240,7 @@ class KeptPair:
         """Messages `chosen` as conversations.retrieval's candidates, each with its score."""
         return Found(
             self.ids.data[chosen], self.conversation_ids.data[chosen], self.orders.data[chosen],
-            self.stamps.data[chosen], self.roles.data[chosen], scores[chosen].astype(np.float64),
+            self.stamps.data[chosen], self.roles.data[chosen], scores[chosen].astype(np.float64, copy=False),
         )  # fmt: skip
 
     def fill(self, vectors: list[tuple[int, bytes]]) -> None:

@@ -148,7 +148,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _microseconds(moment: datetime) -> int:
-    """A moment as a Row carries when its message was said (conversations.retrieval.SaidAt)."""
+    """A moment as a Row carries when its message was said (conversations.retrieval.Row)."""
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 

@@ -42,13 +42,13 @@ from typing import Any, cast
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import BigIntegerField, Func
 
 from accounts.models import Agent, Person
 from conversations.models import Message, MessageVector
 from memory.indexing import namespace_for
 
-# id, conversation, order, when said (created_at, in microseconds since the epoch: SaidAt), role,
+# id, conversation, order, when said (created_at, in microseconds since the epoch, as the SQL here and
+# kept_pairs' _SYNC read it: (extract(epoch FROM created_at) * 1000000)::bigint), role,
 # score. An int, not a datetime: building a datetime for each of a search's ~1,000 candidate rows,
 # here or in psycopg, cost about 1.7 ms of Python a search on a slow machine.
 Row = tuple[int, int, int, int, str, float]
@@ -86,24 +86,17 @@ class Found:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def rows(self) -> list[Row]:
-        return list(
-            zip(
-                self.ids.tolist(), self.conversations.tolist(), self.orders.tolist(), self.stamps.tolist(),
-                [ROLES[role] for role in self.roles.tolist()], self.scores.tolist(), strict=True,
-            )
-        )  # fmt: skip
+
+def _nothing(dtype: type) -> np.ndarray:
+    empty: np.ndarray = np.zeros(0, dtype=dtype)
+    empty.flags.writeable = False  # shared by every search that finds nothing
+    return empty
 
 
-_NONE = np.zeros(0, dtype=np.int64)
-NOTHING_FOUND = Found(_NONE, _NONE, _NONE, _NONE, np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.float64))
-
-
-class SaidAt(Func):
-    """A message's created_at as a Row carries it (the SQL here and kept_pairs' _SYNC read it so)."""
-
-    template = "(extract(epoch FROM %(expressions)s) * 1000000)::bigint"
-    output_field = BigIntegerField()
+NOTHING_FOUND = Found(
+    _nothing(np.int64), _nothing(np.int64), _nothing(np.int64), _nothing(np.int64), _nothing(np.int8),
+    _nothing(np.float64),
+)  # fmt: skip
 
 
 # At most this many candidates are read from each half (words, meaning) before they are combined.
