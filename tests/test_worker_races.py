@@ -26,10 +26,15 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.services import get_or_create_person
+from config.celery import app
+from config.redis import cache_redis
+from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector
 from conversations.services import erase_message, record_message
+from memory import indexing
 from memory.models import Note, NoteVector, Revision
 from memory.services import Actor, delete_note, erase_note, remember
+from tests.conftest import TEST_QUEUE
 from tests.fixtures import Tenant, run_celery_worker
 from tests.gated_worker import gate_client
 
@@ -198,6 +203,17 @@ class MessageLane(Lane):
         return ""
 
 
+def _nothing_left_queued() -> None:
+    """Drop what earlier tests of this run queued for embedding and no worker ran: this test's
+    worker would run it too, and the log's task lines would no longer be the lanes' alone (CI once
+    counted 401). The test queue, the models' pending lists and this process's outbox are emptied."""
+    indexing.send_outbox()  # queued, then purged with the rest
+    with app.connection_for_write() as broker:
+        broker.default_channel.queue_purge(TEST_QUEUE)
+    for indexed in (indexing.NOTES, MESSAGES):
+        cache_redis().delete(*indexing.pending_keys(indexed))
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_deleting_notes_and_messages_while_they_are_embedded_always_succeeds(
@@ -212,6 +228,7 @@ def test_deleting_notes_and_messages_while_they_are_embedded_always_succeeds(
         items = range(n * share, (n + 1) * share)
         lanes.append(NoteLane(f"note{chr(97 + n)}", tenant=tenant, prefix=prefix, items=items))
         lanes.append(MessageLane(f"chat{chr(97 + n)}", tenant=tenant, prefix=prefix, items=items))
+    _nothing_left_queued()
 
     with run_celery_worker(
         app="tests.gated_worker", concurrency=WORKER_CONCURRENCY, extra_env={"GATE_PREFIX": prefix}
