@@ -522,12 +522,13 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         cursor.execute("ANALYZE conversations_message; ANALYZE conversations_messagevector")
     questions = [q.text for index, item in enumerate(loaded) if half_of(index) == "test" for q in item.sample.questions]
     questions = questions[:SCALE_QUESTIONS]
+    in_sql_name = f"{PRODUCT}, in SQL (nothing kept of the pair, as before)"
     before = f"{PRODUCT}, exact throughout (before)"  # and its query embedded like a stored text, as before
     variants = {
         "words only": (replace(DEFAULT_RANKING, meaning=False), False),
         "vectors only": (replace(DEFAULT_RANKING, words=False), False),
         PRODUCT: (DEFAULT_RANKING, False),
-        f"{PRODUCT}, in SQL (nothing kept of the pair, as before)": (DEFAULT_RANKING, None),
+        in_sql_name: (DEFAULT_RANKING, None),
         before: (DEFAULT_RANKING, True),
         REFERENCE_QUERIES: (DEFAULT_RANKING, False),
     }
@@ -542,7 +543,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     def variant_settings(exact: bool | None) -> dict[str, int]:
         return exact_settings if exact else in_sql if exact is None else {}
 
-    from conversations.kept_pairs import forget_kept_pairs, kept_counts, reading
+    from conversations.kept_pairs import forget_kept_pairs, kept_counts, reading, vectors_kept
 
     forget_kept_pairs()
     first = Result(
@@ -557,6 +558,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         [time.perf_counter() - started + first.samples[0]],
     )
     kept_words, kept_vectors = kept_counts()
+    kind = vectors_kept(agent, person)
     timings: dict[str, list[float]] = {name: [] for name in variants}
     ranked: dict[str, list[list[int]]] = {name: [] for name in variants}
     kept_row = f"{PRODUCT}, the query's vector kept (embedded before, as a turn's message may be)"
@@ -606,17 +608,22 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         f"({total / imported:,.0f} messages/s); {vectors:,} vectors copied from their source turns."
     )
     print(
-        f"Meaning through the HNSW index asking for {depth} neighbours (hnsw.ef_search)"
+        f"Meaning in SQL (the row searched in SQL): through the HNSW index asking for {depth} neighbours (hnsw.ef_search)"
         if depth
-        else "Meaning by an exact scan (the approximate path was not taken)"
+        else "Meaning in SQL (the row searched in SQL): by an exact scan (the approximate path was not taken)"
     )
+    how = {
+        "quantised": "kept small (conversations.quantised): found by their signs, the closest scored from 8 bits",
+        "exact": "kept whole, scanned exactly",
+        None: "not kept (they do not fit SEARCH_KEPT_VECTORS' room): the meaning half asks the HNSW index",
+    }[kind]
     print(
-        f"Kept by this process for the search: the words of {kept_words:,} messages and {kept_vectors:,} vectors "
-        "(the pair is larger than SEARCH_KEPT_VECTORS: its meaning half asks the HNSW index)."
+        f"Kept by this process for the search: the words of {kept_words:,} messages and room for {kept_vectors:,} "
+        f"vectors kept whole; the pair's vectors {how}."
     )
     print(
         f"Top {LIMIT} of {PRODUCT} agreeing with the exact search, by source turn: "
-        f"{agreement(PRODUCT):.1f}% (a 5-question warm-up ran first)."
+        f"{agreement(PRODUCT):.1f}%; searched in SQL: {agreement(in_sql_name):.1f}% (a 5-question warm-up ran first)."
     )
     results = {name: Result(name, samples) for name, samples in timings.items()}
     # Every search above embedded its query (none was kept), but the kept row's: what embedding

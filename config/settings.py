@@ -288,10 +288,12 @@ SEARCH_EXACT_UP_TO = env_int("SEARCH_EXACT_UP_TO", default=20_000, minimum=0)
 SEARCH_COMMON_WORD_MESSAGES = env_int("SEARCH_COMMON_WORD_MESSAGES", default=1_000, minimum=1)
 # What each process keeps of the pairs it searches (conversations/kept_pairs.py): the words of at
 # most this many messages (a 100,000-message pair: some 10 to 25 MB, as it says fewer or more
-# different words) and room for at most this many vectors (a 384-wide one: 1.5 KB), the least
-# recently searched pairs dropped first. A pair with more messages than SEARCH_KEPT_MESSAGES is
-# searched in SQL; one with more than SEARCH_KEPT_VECTORS (or SEARCH_EXACT_UP_TO) keeps its words
-# only. 0 keeps nothing.
+# different words) and room for at most this many vectors kept whole (a 384-wide one: 1.5 KB), the
+# least recently searched pairs dropped first. A pair of more than SEARCH_EXACT_UP_TO messages keeps
+# its vectors small (436 bytes each at 384: conversations/quantised.py), so the room holds 3.5
+# times as many of them (140,000 at the default). A pair with more messages than
+# SEARCH_KEPT_MESSAGES is searched in SQL; one whose vectors do not fit the room keeps its words
+# only, and its meaning half asks the HNSW index. 0 keeps nothing.
 SEARCH_KEPT_MESSAGES = env_int("SEARCH_KEPT_MESSAGES", default=200_000, minimum=0)
 SEARCH_KEPT_VECTORS = env_int("SEARCH_KEPT_VECTORS", default=40_000, minimum=0)
 EMBEDDING_TIMEOUT = env_float("EMBEDDING_TIMEOUT", default=10.0, minimum=0.1, maximum=300.0)

@@ -15,11 +15,14 @@ statement that also brings what changed since this process last read them (_SYNC
   after its erasure commits. The pair is read anew once half its rows are dead.
 
 Kept per pair: each message's light row, its lexemes (as Postgres' text search read them: the
-`search` column) with, for each lexeme, the messages holding it, and, for a pair of at most
-SEARCH_KEPT_VECTORS (and SEARCH_EXACT_UP_TO) messages, the unit vectors of the current embedder's
-model. Both halves of the search then run here, as conversations.retrieval runs them in SQL, but
-for one difference: every lexeme finds and is counted exactly (in SQL, a word common in a large
-pair only scores what rarer words found). A larger pair keeps its words only; its meaning half
+`search` column) with, for each lexeme, the messages holding it, and the unit vectors of the
+current embedder's model: as they are for a pair of at most SEARCH_EXACT_UP_TO messages, small
+for a larger one (conversations.quantised: found by their signs, scored from 8-bit components),
+while they fit SEARCH_KEPT_VECTORS' room (counted in vectors kept as they are). Both halves of the
+search then run here, as conversations.retrieval runs them in SQL, but for two differences: every
+lexeme finds and is counted exactly (in SQL, a word common in a large pair only scores what rarer
+words found), and a large pair's meaning half is the two-step search of its small vectors (in
+SQL, the HNSW index). A pair whose vectors do not fit keeps its words only; its meaning half
 asks the HNSW index (conversations.retrieval.similar_statement).
 
 A pair read from the start with more than READ_INLINE_UP_TO messages is read on a thread of its
@@ -27,7 +30,7 @@ own (outside a transaction), the searches meanwhile running in SQL: a 100,000-me
 over a second to read, which no search should wait for.
 
 A process keeps at most SEARCH_KEPT_MESSAGES messages' words and room for SEARCH_KEPT_VECTORS
-vectors, dropping the least recently searched pairs first (never one a search is reading, which
+vectors kept as they are, dropping the least recently searched pairs first (never one a search is reading, which
 may hold more alone); a pair with more messages than SEARCH_KEPT_MESSAGES is not kept, and its
 search runs in SQL.
 """
@@ -38,7 +41,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +51,7 @@ from django.conf import settings
 from django.db import connection
 
 from accounts.models import Agent, Person
+from conversations import quantised
 from conversations.models import Conversation, Message, MessageVector
 from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope
 from memory.indexing import namespace_for, unit_from_binary
@@ -61,6 +65,8 @@ READ_INLINE_UP_TO = 20_000
 # else the newest half of this many and a rotating share of the rest (a backlog of thousands, as
 # after an import, is caught up a few hundred at a time).
 PROBE = 128
+# Vectors appended to a kept pair at a time (what one read brings is appended a block at a time).
+VECTOR_BLOCK = 4096
 
 
 class _Column:
@@ -81,6 +87,14 @@ class _Column:
             self.data = grown
         self.data[self.size : need] = values
         self.size = need
+
+    def reserve(self, more: int) -> None:
+        """Room for `more` values beyond those held, exactly (a read whose size is known)."""
+        need = self.size + more
+        if need > len(self.data):
+            grown = np.zeros((need, *self._shape), dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
 
     def view(self) -> np.ndarray:
         return self.data[: self.size]
@@ -106,6 +120,107 @@ class _Postings:
         self._column.extend(rows)
 
 
+class _ExactVectors:
+    """A pair's vectors as they are (float32): the meaning half scans them all, as the exact scan in
+    SQL does. For a pair of at most SEARCH_EXACT_UP_TO messages."""
+
+    kind = "exact"
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.matrix = _Column(np.float32, width)
+
+    def reserve(self, more: int) -> None:
+        self.matrix.reserve(more)
+
+    def extend(self, units: np.ndarray) -> None:
+        self.matrix.extend(units)
+
+    def put(self, row: int, unit: np.ndarray) -> None:
+        self.matrix.data[row] = unit
+
+    def zero(self, rows: np.ndarray) -> None:
+        self.matrix.data[rows] = 0.0
+
+    @property
+    def room(self) -> int:
+        """The vectors' room, in vectors kept as they are (what SEARCH_KEPT_VECTORS counts)."""
+        return len(self.matrix.data)
+
+    def scorer(self, size: int, present: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The similarity of each of the first `size` rows to a unit query, as they are now."""
+        matrix = self.matrix.data[:size]
+        return lambda query: matrix @ query
+
+
+class _QuantisedVectors:
+    """A pair's vectors kept small (conversations.quantised): their signs, and their components in
+    8 bits. For a pair of more than SEARCH_EXACT_UP_TO messages, which the HNSW index answered before."""
+
+    kind = "quantised"
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.words = [_Column(np.uint64) for _ in range(quantised.sign_words(width))]
+        self.codes = _Column(np.int8, width)
+        self.scales = _Column(np.float32)
+
+    def reserve(self, more: int) -> None:
+        for column in (*self.words, self.codes, self.scales):
+            column.reserve(more)
+
+    def extend(self, units: np.ndarray) -> None:
+        for column, word in zip(self.words, quantised.signs(units), strict=True):
+            column.extend(word)
+        codes, scales = quantised.components(units)
+        self.codes.extend(codes)
+        self.scales.extend(scales)
+
+    def put(self, row: int, unit: np.ndarray) -> None:
+        for column, word in zip(self.words, quantised.signs(unit[None, :]), strict=True):
+            column.data[row] = word[0]
+        codes, scales = quantised.components(unit[None, :])
+        self.codes.data[row] = codes[0]
+        self.scales.data[row] = scales[0]
+
+    def zero(self, rows: np.ndarray) -> None:
+        for column in self.words:
+            column.data[rows] = 0
+        self.codes.data[rows] = 0
+        self.scales.data[rows] = 0.0
+
+    @property
+    def room(self) -> int:
+        return math.ceil(len(self.codes.data) * quantised.bytes_per_vector(self.width) / (4 * self.width))
+
+    def scorer(self, size: int, present: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The similarity of the rows closest by signs to a unit query (conversations.quantised),
+        of the first `size` rows as they are now; every other row scores -inf."""
+        words = [column.data[:size] for column in self.words]
+        codes, scales = self.codes.data[:size], self.scales.data[:size]
+
+        def score(query: np.ndarray) -> np.ndarray:
+            rows, similarity = quantised.closest(words, codes, scales, present, query)
+            scores = np.full(size, -np.inf, dtype=np.float32)
+            scores[rows] = similarity
+            return scores
+
+        return score
+
+
+def _vector_kind(messages: int, width: int) -> type[_ExactVectors] | type[_QuantisedVectors] | None:
+    """How a pair of this many messages keeps its vectors, if it keeps them: as they are up to
+    SEARCH_EXACT_UP_TO messages, small above, while they fit in SEARCH_KEPT_VECTORS' room."""
+    if messages <= settings.SEARCH_EXACT_UP_TO:
+        return _ExactVectors if messages <= settings.SEARCH_KEPT_VECTORS else None
+    return _QuantisedVectors if messages <= _quantised_most(width) else None
+
+
+def _quantised_most(width: int) -> int:
+    """The most messages whose vectors kept small fit in SEARCH_KEPT_VECTORS' room."""
+    return settings.SEARCH_KEPT_VECTORS * 4 * width // quantised.bytes_per_vector(width)
+
+
 class KeptPair:
     """One pair's messages as the search keeps them: light rows, lexemes and (when the pair is
     small enough) vectors. Appended to as messages come; the rows of a conversation erased from
@@ -127,13 +242,31 @@ class KeptPair:
         self.dead = 0
         self.holding: dict[str, _Postings] = {}  # lexeme -> the rows holding it
         self.where = vectors  # (model, width) of the vectors kept, or None
-        self.matrix = _Column(np.float32, vectors[1]) if vectors else None
+        self.store: _ExactVectors | _QuantisedVectors | None = None  # chosen by keep_vectors
         self.present = _Column(np.bool_)
         self.missing: list[int] = []  # live rows without a vector, oldest first
         self._rotation = 0
 
     def drop_vectors(self) -> None:
-        self.where, self.matrix, self.missing = None, None, []
+        self.where, self.store, self.missing = None, None, []
+
+    def keep_vectors(self, kind: type[_ExactVectors] | type[_QuantisedVectors]) -> None:
+        """Keep the vectors this way from now on: chosen at the pair's first read; a pair that
+        outgrows the exact kind keeps the vectors it has small. (One that shrinks back keeps them
+        small until it is read anew.)"""
+        assert self.where is not None
+        if self.store is None:
+            self.store = kind(self.where[1])
+        elif isinstance(self.store, _ExactVectors) and kind is _QuantisedVectors:
+            small = _QuantisedVectors(self.store.width)
+            small.extend(self.store.matrix.view())
+            self.store = small
+
+    @property
+    def vectors_kind(self) -> str | None:
+        """ "exact", "quantised", or None when the pair keeps no vectors."""
+        store = self.store
+        return store.kind if store is not None else None
 
     def __len__(self) -> int:
         return self.ids.size
@@ -141,9 +274,9 @@ class KeptPair:
     @property
     def vector_count(self) -> int:
         """Vectors this pair holds room for (what the bound counts; read by other searches while
-        this pair's may drop its vectors: the matrix is read once)."""
-        matrix = self.matrix
-        return len(matrix.data) if matrix is not None else 0
+        this pair's may drop its vectors: the store is read once)."""
+        store = self.store
+        return store.room if store is not None else 0
 
     @property
     def vectors_complete(self) -> bool:
@@ -152,7 +285,7 @@ class KeptPair:
 
     def probe(self) -> list[int]:
         """The message ids whose vectors this sync looks for (see PROBE)."""
-        if self.matrix is None or not self.missing:
+        if self.store is None or not self.missing:
             return []
         if len(self.missing) <= PROBE:
             return [int(pk) for pk in self.ids.data[self.missing]]
@@ -181,9 +314,9 @@ class KeptPair:
                 del self.holding[lexeme]
             elif len(held) < len(rows):
                 postings.keep(held)
-        if self.matrix is not None:
+        if self.store is not None:
             self.present.data[dead] = False
-            self.matrix.data[dead] = 0.0
+            self.store.zero(dead)
             gone = set(dead.tolist())
             self.missing = [row for row in self.missing if row not in gone]
         self.dead += len(dead)
@@ -207,20 +340,27 @@ class KeptPair:
                 lexemes.append(lexeme)
                 holders.append(start + offset)
         self._index(lexemes, np.array(holders, dtype=np.int32))
-        if self.matrix is None:
+        if self.store is None:
             return
-        width = self.matrix.data.shape[1]
-        block = np.zeros((len(found), width), dtype=np.float32)
-        present = np.zeros(len(found), dtype=bool)
-        for offset, row in enumerate(found):
-            unit = unit_from_binary(row[7], width)
-            if unit is not None:
-                block[offset] = unit
-                present[offset] = True
-            else:
-                self.missing.append(start + offset)
-        self.matrix.extend(block)
-        self.present.extend(present)
+        width = self.store.width
+        if len(found) > VECTOR_BLOCK:  # a read of the pair whole: room for it exactly, not half again
+            self.store.reserve(len(found))
+            self.present.reserve(len(found))
+        # A block at a time: a pair read whole brings 100,000 vectors, and kept small, each block's
+        # arithmetic would otherwise take several times their float size at once.
+        for first in range(0, len(found), VECTOR_BLOCK):
+            rows = found[first : first + VECTOR_BLOCK]
+            block = np.zeros((len(rows), width), dtype=np.float32)
+            present = np.zeros(len(rows), dtype=bool)
+            for offset, row in enumerate(rows, start=first):
+                unit = unit_from_binary(row[7], width)
+                if unit is not None:
+                    block[offset - first] = unit
+                    present[offset - first] = True
+                else:
+                    self.missing.append(start + offset)
+            self.store.extend(block)
+            self.present.extend(present)
 
     def _index(self, lexemes: list[str], holders: np.ndarray) -> None:
         """Each (lexeme, row) pair into the lexeme's postings, grouped: one extend per lexeme."""
@@ -245,10 +385,10 @@ class KeptPair:
 
     def fill(self, vectors: list[tuple[int, bytes]]) -> None:
         """Vectors found for messages kept without one (a zero vector is looked for no more)."""
-        if self.matrix is None or not vectors:
+        if self.store is None or not vectors:
             return
         place = dict(zip(self.ids.data[self.missing].tolist(), self.missing, strict=True))
-        width = self.matrix.data.shape[1]
+        width = self.store.width
         found = set()
         for message_id, sent in vectors:
             row = place.get(message_id)
@@ -257,7 +397,7 @@ class KeptPair:
             found.add(row)
             unit = unit_from_binary(sent, width)
             if unit is not None:
-                self.matrix.data[row] = unit
+                self.store.put(row, unit)
                 self.present.data[row] = True
         if found:
             self.missing = [row for row in self.missing if row not in found]
@@ -288,9 +428,10 @@ class KeptPair:
         reads as they are (its own copy of which have a vector). A row that dies meanwhile has its
         vector zeroed, so it falls under the floor; were it found, the hits are read from the
         database, which no longer has it."""
-        assert self.matrix is not None
+        assert self.store is not None
         size = len(self)
-        return VectorView(self, self.ids.view()[:size], self.matrix.data[:size], self.present.data[:size].copy())
+        present = self.present.data[:size].copy()
+        return VectorView(self, self.ids.view()[:size], self.store.scorer(size, present), present)
 
     def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> Found:
         chosen = _best_first(found, scores, (self.ids.view(), self.stamps.view()), limit)
@@ -303,7 +444,7 @@ class VectorView:
 
     pair: KeptPair  # its rows are read (only the first len(ids): they never change)
     ids: np.ndarray
-    matrix: np.ndarray
+    score: Callable[[np.ndarray], np.ndarray]  # each row's similarity to a unit query
     present: np.ndarray
 
     def similar_candidates(self, vector: np.ndarray, limit: int) -> Found:
@@ -313,7 +454,7 @@ class VectorView:
         if not len(self.ids) or norm == 0:
             return NOTHING_FOUND
         query = np.asarray(vector, dtype=np.float32) / np.float32(norm)
-        similarity = self.matrix @ query
+        similarity = self.score(query)
         close = np.flatnonzero(self.present & (similarity > settings.VECTOR_FLOOR))
         return self.pair.found(_best_first(close, similarity, (self.ids,), limit), similarity)
 
@@ -395,7 +536,7 @@ class Searchable:
     @property
     def has_vectors(self) -> bool:
         """Whether the meaning half can run over the kept vectors (else it asks the database)."""
-        return self.kept is not None and self.kept.matrix is not None and self.vectors_complete
+        return self.kept is not None and self.kept.store is not None and self.vectors_complete
 
 
 Key = tuple[int, int, int]  # team, agent, person
@@ -423,6 +564,13 @@ def forget_kept_pairs() -> None:
         _pairs.clear()
         for key in [key for key in _locks if key not in _in_use]:
             del _locks[key]
+
+
+def vectors_kept(agent: Agent, person: Person) -> str | None:
+    """How this process keeps the pair's vectors ("exact", "quantised"), or None (benchmarks)."""
+    with _lock:
+        kept = _pairs.get((agent.team_id, agent.pk, person.pk))
+    return kept.vectors_kind if kept is not None else None
 
 
 def kept_counts() -> tuple[int, int]:
@@ -517,18 +665,21 @@ def _bring_up_to_date(
             break
         kept.forget(stale)
         if kept.dead > len(kept) // 2 or attempt == 2:  # half the rows dead, or changing still
-            fits = vectors if messages <= _vector_limit() else None
+            fits = vectors if vectors is not None and _vector_kind(messages, vectors[1]) else None
             return _bring_up_to_date(
                 key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
             )
-    fits = vectors if messages <= _vector_limit() else None
+    kind = _vector_kind(messages, vectors[1]) if vectors is not None else None
+    fits = vectors if kind is not None else None
     if not fresh and kept.where is None and fits is not None and len(kept) > 0:
         # Vectors now fit that were not kept (the pair shrank, or the limit rose): read it anew.
         return _bring_up_to_date(
             key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
         )
-    if kept.where is not None and fits is None:
+    if kept.where is not None and kind is None:
         kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
+    elif kept.where is not None and kind is not None:
+        kept.keep_vectors(kind)
     kept.append([row[1:9] for row in rows if row[0] == 1])
     kept.fill([(row[1], row[8]) for row in rows if row[0] == 2])
     kept.conversations = {pk: (last, erasures, last_id) for pk, (last, erasures, last_id, _) in pair.items()}
@@ -540,9 +691,11 @@ def _bring_up_to_date(
     return Searchable(scope, kept, vectors_complete=fresh or complete)
 
 
-def _vector_limit() -> int:
-    """The most messages a pair may have and keep its vectors."""
-    return min(settings.SEARCH_EXACT_UP_TO, settings.SEARCH_KEPT_VECTORS)
+def _vector_limit(width: int) -> int:
+    """The most messages a pair may have and keep its vectors (one way or the other: _vector_kind)."""
+    exact = min(settings.SEARCH_EXACT_UP_TO, settings.SEARCH_KEPT_VECTORS)
+    small = _quantised_most(width)
+    return small if small > settings.SEARCH_EXACT_UP_TO else exact
 
 
 def _read_soon(key: Key, vectors: tuple[str, int] | None) -> None:
@@ -594,7 +747,7 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
                 "kept": [pk for pk, _ in through],
                 "through": [last for _, (last, _, _) in through],
                 "most": settings.SEARCH_KEPT_MESSAGES if most is None else most,
-                "vectors_up_to": _vector_limit(),
+                "vectors_up_to": _vector_limit(dim) if dim else 0,
                 "probe": kept.probe(),
                 "namespace": namespace_for(team),
                 "model": model,

@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -209,7 +210,8 @@ def _nothing_left_queued() -> None:
     counted 401). The test queue, the models' pending lists and this process's outbox are emptied."""
     indexing.send_outbox()  # queued, then purged with the rest
     with app.connection_for_write() as broker:
-        broker.default_channel.queue_purge(TEST_QUEUE)
+        channel: Any = broker.default_channel  # kombu's virtual channel (typed as the bare protocol)
+        channel.queue_purge(TEST_QUEUE)
     for indexed in (indexing.NOTES, MESSAGES):
         cache_redis().delete(*indexing.pending_keys(indexed))
 

@@ -61,7 +61,7 @@ def embedded(tenant, person, conversation, index_inline):
 def test_the_kept_pair_ranks_exactly_as_the_search_in_sql(tenant, person, embedded, settings):
     in_process = {query: ranked(tenant.agent, person, query) for query in QUERIES}
     assert kept_pair(tenant.agent, person) is not None
-    assert kept_pair(tenant.agent, person).matrix is not None  # both halves ran here
+    assert kept_pair(tenant.agent, person).vectors_kind == "exact"  # both halves ran here
     settings.SEARCH_KEPT_MESSAGES = 0
     kept_pairs.forget_kept_pairs()
     for query in QUERIES:
@@ -200,18 +200,18 @@ def test_words_alone_and_then_both_halves_keep_the_same_pair(tenant, person, emb
     rank_candidates(agent=tenant.agent, person=person, query="island", ranking=replace(DEFAULT_RANKING, meaning=False))
     search_messages(agent=tenant.agent, person=person, query="island")
     assert kept_pair(tenant.agent, person) is kept
-    assert kept.matrix is not None
+    assert kept.vectors_kind == "exact"
 
 
 def test_a_pair_that_outgrows_its_vectors_keeps_its_words(tenant, person, conversation, embedded, settings):
     search_messages(agent=tenant.agent, person=person, query="island")
     kept = kept_pair(tenant.agent, person)
-    assert kept.matrix is not None
+    assert kept.vectors_kind == "exact"
     settings.SEARCH_KEPT_VECTORS = len(SAID)
     record_message(conversation=conversation, role="user", content="One message too many for the vectors")
     search_messages(agent=tenant.agent, person=person, query="island")
     assert kept_pair(tenant.agent, person) is kept  # not read again
-    assert kept.matrix is None
+    assert kept.vectors_kind is None
     assert len(kept) == len(SAID) + 1
 
 
@@ -261,7 +261,7 @@ def test_a_pair_with_more_messages_than_vectors_kept_keeps_its_words_and_asks_sq
     assert found[0].message.pk == embedded[2].pk
     kept = kept_pair(tenant.agent, person)
     assert kept is not None
-    assert kept.matrix is None
+    assert kept.vectors_kind is None
     assert len(kept) == len(SAID)
 
 
@@ -371,8 +371,81 @@ def test_a_large_pair_is_read_on_a_thread_while_the_database_answers(tenant, per
         time.sleep(0.01)
     kept = kept_pair(tenant.agent, person)
     assert len(kept) == len(SAID)
-    assert kept.matrix is not None  # small enough for its vectors
+    assert kept.vectors_kind == "exact"  # small enough for its vectors
     assert bool(kept.present.view().all())
     again = search_messages(agent=tenant.agent, person=person, query="island ferry")
     assert [hit.message.pk for hit in again] == [hit.message.pk for hit in first]
     assert kept_pair(tenant.agent, person) is kept  # searched as kept, not read again
+
+
+# --- a pair larger than the exact scan: its vectors kept small (conversations.quantised) ---------
+
+
+def test_a_pair_larger_than_the_exact_scan_keeps_its_vectors_small_and_ranks_as_kept_whole(
+    tenant, person, embedded, settings
+):
+    whole = {query: ranked(tenant.agent, person, query) for query in QUERIES}
+    assert kept_pair(tenant.agent, person).vectors_kind == "exact"
+    kept_pairs.forget_kept_pairs()
+    settings.SEARCH_EXACT_UP_TO = len(SAID) - 1  # the HNSW index's pairs until now
+    small = {query: ranked(tenant.agent, person, query) for query in QUERIES}
+    kept = kept_pair(tenant.agent, person)
+    assert kept.vectors_kind == "quantised"
+    assert 0 < kept.vector_count < len(SAID)  # a third of the room
+    for query in QUERIES:  # every row rescored here: only the 8-bit components' error differs
+        assert small[query][0] == whole[query][0], query
+        assert small[query][1] == pytest.approx(whole[query][1], abs=0.01), query
+
+
+def test_a_pair_that_outgrows_the_exact_scan_keeps_the_vectors_it_has_small(
+    tenant, person, conversation, embedded, settings, index_inline, mocker
+):
+    search_messages(agent=tenant.agent, person=person, query="island")
+    kept = kept_pair(tenant.agent, person)
+    assert kept.vectors_kind == "exact"
+    settings.SEARCH_EXACT_UP_TO = len(SAID)
+    with index_inline():
+        late = record_message(conversation=conversation, role="user", content="The lighthouse keeper waved")
+    for target in (embedded[2], late):  # one kept before the pair outgrew the scan, one after
+        stored = np.array(MessageVector.objects.get(message=target).embedding, dtype=np.float32)
+        mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
+        forget_query_vectors()
+        found = search_messages(agent=tenant.agent, person=person, query="anything at all in other words")
+        assert found[0].message.pk == target.pk
+    assert kept_pair(tenant.agent, person) is kept  # not read again
+    assert kept.vectors_kind == "quantised"
+    assert len(kept) == len(SAID) + 1
+
+
+def test_a_pair_kept_small_drops_an_erased_conversation_s_vectors(
+    tenant, person, conversation, embedded, settings, index_inline, mocker
+):
+    settings.SEARCH_EXACT_UP_TO = len(SAID)
+    other = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    with index_inline():
+        secret = record_message(conversation=other, role="user", content="A secret about the kayak")
+    stored = np.array(MessageVector.objects.get(message=secret).embedding, dtype=np.float32)
+    mocker.patch("memory.vectors.embed_query", return_value=(stored, ""))
+    forget_query_vectors()
+    assert (
+        search_messages(agent=tenant.agent, person=person, query="anything at all in other words")[0].message == secret
+    )
+    kept = kept_pair(tenant.agent, person)
+    assert kept.vectors_kind == "quantised"
+    delete_conversation(conversation=other)
+    found = search_messages(agent=tenant.agent, person=person, query="anything at all in other words")
+    assert secret.pk not in [hit.message.pk for hit in found]
+    assert kept_pair(tenant.agent, person) is kept
+    row = int(np.flatnonzero(kept.ids.view() == secret.pk)[0])
+    assert not kept.present.view()[row]
+    assert not kept.store.codes.view()[row].any()  # its vector is gone from memory, not only hidden
+
+
+def test_a_pair_too_large_to_keep_small_asks_the_index_for_meaning(tenant, person, embedded, settings):
+    settings.SEARCH_EXACT_UP_TO = len(SAID) - 1
+    settings.SEARCH_KEPT_VECTORS = 2  # room for 2 vectors kept whole: 7 kept small, not 9
+    assert search_messages(agent=tenant.agent, person=person, query="island ferry")
+    kept = kept_pair(tenant.agent, person)
+    assert kept is not None
+    assert kept.vectors_kind is None
+    assert len(kept) == len(SAID)
