@@ -481,8 +481,11 @@ _SYNC = """
 WITH pair AS MATERIALIZED (
     SELECT c.id, c.erasures, coalesce(last."order", 0) AS last, last.id AS last_id,
            coalesce(k.through, 0) AS through,
-           (SELECT t.id FROM {message} t
-            WHERE t.team_id = c.team_id AND t.conversation_id = c.id AND t."order" = k.through) AS at_through
+           -- Mostly nothing was said since: the message at the last order kept is the last one.
+           CASE WHEN last."order" = k.through THEN last.id ELSE
+               (SELECT t.id FROM {message} t
+                WHERE t.team_id = c.team_id AND t.conversation_id = c.id AND t."order" = k.through)
+           END AS at_through
     FROM {conversation} c
     LEFT JOIN LATERAL (
         SELECT m.id, m."order" FROM {message} m
