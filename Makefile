@@ -53,8 +53,11 @@ format: install
 migrations-check: install
 	$(PY) manage.py makemigrations --check --dry-run
 
+# The suite in TEST_PROCESSES processes (pytest-xdist), each test file whole in one of them: every
+# process has its own test database, task queue and live server. TEST_PROCESSES=0 runs it in this one.
+TEST_PROCESSES ?= 2
 test: lint typecheck migrations-check
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES) --dist loadfile)
 
 bench: install
 	$(PY) -m bench $(BENCH)

@@ -57,9 +57,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """pytest-django's, then at the end of the run this process's connection pool is closed before
-    the test database is dropped (Postgres refuses to drop a database with sessions on it)."""
+    the test database is dropped (Postgres refuses to drop a database with sessions on it), and so
+    is the session of any process a test started and stopped that Postgres has not ended yet."""
     yield
     with django_db_blocker.unblock():
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
         close_connection_pool()
 
 
