@@ -208,12 +208,17 @@ class _QuantisedVectors:
         return score
 
 
-def _vector_kind(messages: int, width: int) -> type[_ExactVectors] | type[_QuantisedVectors] | None:
-    """How a pair of this many messages keeps its vectors, if it keeps them: as they are up to
-    SEARCH_EXACT_UP_TO messages, small above, while they fit in SEARCH_KEPT_VECTORS' room."""
+def _vector_kind(
+    messages: int, vectors: tuple[str, int] | None
+) -> type[_ExactVectors] | type[_QuantisedVectors] | None:
+    """How a pair of this many messages keeps the embedder's (model, width) vectors, if it keeps
+    them: as they are up to SEARCH_EXACT_UP_TO messages, small above, while they fit in
+    SEARCH_KEPT_VECTORS' room. None without an embedder."""
+    if vectors is None:
+        return None
     if messages <= settings.SEARCH_EXACT_UP_TO:
         return _ExactVectors if messages <= settings.SEARCH_KEPT_VECTORS else None
-    return _QuantisedVectors if messages <= _quantised_most(width) else None
+    return _QuantisedVectors if messages <= _quantised_most(vectors[1]) else None
 
 
 def _quantised_most(width: int) -> int:
@@ -264,7 +269,7 @@ class KeptPair:
 
     @property
     def vectors_kind(self) -> str | None:
-        """ "exact", "quantised", or None when the pair keeps no vectors."""
+        """How the pair keeps its vectors: "exact", "quantised", or None when it keeps none."""
         store = self.store
         return store.kind if store is not None else None
 
@@ -668,21 +673,22 @@ def _bring_up_to_date(
             break
         kept.forget(stale)
         if kept.dead > len(kept) // 2 or attempt == 2:  # half the rows dead, or changing still
-            fits = vectors if vectors is not None and _vector_kind(messages, vectors[1]) else None
+            fits = vectors if _vector_kind(messages, vectors) else None
             return _bring_up_to_date(
                 key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
             )
-    kind = _vector_kind(messages, vectors[1]) if vectors is not None else None
+    kind = _vector_kind(messages, vectors)
     fits = vectors if kind is not None else None
     if not fresh and kept.where is None and fits is not None and len(kept) > 0:
         # Vectors now fit that were not kept (the pair shrank, or the limit rose): read it anew.
         return _bring_up_to_date(
             key, KeptPair(vectors=fits), fresh=True, words=words, config=config, vectors=vectors, inline=inline
         )
-    if kept.where is not None and kind is None:
-        kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
-    elif kept.where is not None and kind is not None:
-        kept.keep_vectors(kind)
+    if kept.where is not None:
+        if kind is None:
+            kept.drop_vectors()  # the pair outgrew them (a new one brought none: see _SYNC)
+        else:
+            kept.keep_vectors(kind)
     kept.append([row[1:9] for row in rows if row[0] == 1])
     kept.fill([(row[1], row[8]) for row in rows if row[0] == 2])
     kept.conversations = {pk: (last, erasures, last_id) for pk, (last, erasures, last_id, _) in pair.items()}

@@ -54,7 +54,7 @@ def components(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def closest(
-    sign_words_: Sequence[np.ndarray],
+    words: Sequence[np.ndarray],
     codes: np.ndarray,
     scales: np.ndarray,
     present: np.ndarray,
@@ -63,12 +63,12 @@ def closest(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows (of those `present`) closest to the unit `query`: the `rescored` whose signs differ
     least from the query's, each with its similarity from its 8-bit components (in no order).
-    `sign_words_` are the rows' signs as `signs` gives them, a sequence of words."""
+    `words` are the rows' signs as `signs` gives them, a sequence of 64-bit words."""
     rescored = RESCORED if rescored is None else rescored
     query = np.asarray(query, dtype=np.float32)
     asked = signs(query[None, :])[:, 0]
-    differ = np.bitwise_count(sign_words_[0] ^ asked[0]).astype(np.int32)
-    for word, bits in zip(sign_words_[1:], asked[1:], strict=True):
+    differ = np.bitwise_count(words[0] ^ asked[0]).astype(np.int32)
+    for word, bits in zip(words[1:], asked[1:], strict=True):
         differ += np.bitwise_count(word ^ bits)
     differ[~present] = np.iinfo(np.int32).max  # no vector (yet, or any more): never a candidate
     # Sorted, the rows' components are read in the order they lie in memory.
