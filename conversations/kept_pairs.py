@@ -1,7 +1,9 @@
 """What the conversation search keeps of each pair (one agent's conversations with one person).
 
 A search (conversations.queries.start_search) reads its pair's conversations first, in one
-statement that also brings what changed since this process last read them (_SYNC):
+statement that also brings what changed since this process last read them (_SYNC); outside a
+transaction block, a conversation whose row is the version kept (every append and erasure writes
+it) is not looked at further:
 
 - the messages appended since, per conversation: each takes the next order under a lock on its
   conversation (conversations.services), so a conversation's messages become visible in order,
@@ -233,9 +235,10 @@ class KeptPair:
     once half its rows are dead (see the module's doc)."""
 
     def __init__(self, *, vectors: tuple[str, int] | None) -> None:
-        # Each conversation as last read: its last order, erasure count, and the id of the message
-        # at that order (a message of a transaction rolled back since is found out by it).
-        self.conversations: dict[int, tuple[int, int, int | None]] = {}
+        # Each conversation as last read: its last order, erasure count, the id of the message at
+        # that order (a message of a transaction rolled back since is found out by it), and the
+        # version of its row (xmin: see _SYNC).
+        self.conversations: dict[int, tuple[int, int, int | None, int]] = {}
         self.messages = 0  # in the pair, tombstones included: the sum of the last orders
         # Each message as numpy columns (no Python object per message: see _Postings).
         self.ids = _Column(np.int64)
@@ -476,36 +479,60 @@ def _best_first(rows: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray, ..
     return chosen
 
 
-# One statement, so one snapshot: the pair's conversations (kind 0), each with its last order, its
-# erasure count, the id of its last message and the id of the message at the last order this
-# process kept (to find out one rolled back since); every message after the last order kept of
-# each (kind 1, tombstones left out; none when the pair has more than SEARCH_KEPT_MESSAGES), with
-# its vector when the process keeps vectors and the pair has at most that many; the vectors found
-# for messages kept without one (kind 2); and the query's lexemes (kind 3).
+# One statement, so one snapshot. Of the pair's conversations (kind 0), only those whose row is not
+# the version this process kept (new, something said since, erased from, rolled back, or any other
+# write to the row), each with its last order, its erasure count, its row's version, the id of its
+# last message and of the message at the last order kept (a message of a transaction rolled back
+# since is found out by it); every message after the last order kept of each (kind 1, tombstones
+# left out; none when the pair has more than SEARCH_KEPT_MESSAGES), with its vector when the
+# process keeps vectors and the pair has at most that many; the vectors found for messages kept
+# without one (kind 2); and one row (kind 3) with the pair's message count (the sum of the last
+# orders), the conversations kept that are gone, and the query's lexemes.
+#
+# Every append updates its conversation's row in the same transaction (conversations.services:
+# the curator's counts), and so does an erasure (Conversation.erasures). So outside a transaction
+# block, a conversation whose row is the version kept (its xmin: the transaction that wrote it)
+# has had nothing said, erased or rolled back since, and its messages are not looked at: a pair of
+# hundreds of conversations in which nothing changed costs no probe of its messages and brings
+# back one row. Inside one (%(versions_hold)s false) every conversation is probed, as the
+# transaction's own writes all carry its xmin.
 _SYNC = """
-WITH pair AS MATERIALIZED (
-    SELECT c.id, c.erasures, coalesce(last."order", 0) AS last, last.id AS last_id,
-           coalesce(k.through, 0) AS through,
-           -- Mostly nothing was said since: the message at the last order kept is the last one.
-           CASE WHEN last."order" = k.through THEN last.id ELSE
-               (SELECT t.id FROM {message} t
-                WHERE t.team_id = c.team_id AND t.conversation_id = c.id AND t."order" = k.through)
-           END AS at_through
+WITH probed AS MATERIALIZED (
+    SELECT c.id, c.team_id, c.erasures, c.xmin::text::bigint AS version, k.id IS NOT NULL AS was_kept,
+           coalesce(k.through, 0) AS through, k.at_through AS kept_at_through,
+           %(versions_hold)s AND k.version IS NOT DISTINCT FROM c.xmin::text::bigint AS same,
+           last.id AS last_id, last."order" AS last_order
     FROM {conversation} c
+    LEFT JOIN unnest(%(kept)s::bigint[], %(through)s::bigint[], %(at_through)s::bigint[], %(versions)s::bigint[])
+        AS k(id, through, at_through, version) ON k.id = c.id
     LEFT JOIN LATERAL (
         SELECT m.id, m."order" FROM {message} m
-        WHERE m.team_id = c.team_id AND m.conversation_id = c.id
+        WHERE NOT (%(versions_hold)s AND k.version IS NOT DISTINCT FROM c.xmin::text::bigint)
+          AND m.team_id = c.team_id AND m.conversation_id = c.id
         ORDER BY m."order" DESC LIMIT 1
     ) last ON true
-    LEFT JOIN unnest(%(kept)s::bigint[], %(through)s::bigint[]) AS k(id, through) ON k.id = c.id
     WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+),
+pair AS MATERIALIZED (
+    SELECT p.id, p.erasures, p.version, p.through, p.same,
+           CASE WHEN p.same THEN p.through ELSE coalesce(p.last_order, 0) END AS last,
+           CASE WHEN p.same THEN p.kept_at_through ELSE p.last_id END AS last_id,
+           CASE WHEN p.same THEN p.kept_at_through
+                -- Mostly nothing was said since: the message at the last order kept is the last one.
+                WHEN p.last_order = p.through THEN p.last_id
+                WHEN p.was_kept THEN
+                    (SELECT t.id FROM {message} t
+                     WHERE t.team_id = p.team_id AND t.conversation_id = p.id AND t."order" = p.through)
+           END AS at_through
+    FROM probed p
 )
-SELECT 0, p.id, p.last, p.erasures, NULL::timestamptz, p.last_id, NULL::text, NULL::text[], NULL::bytea,
-       p.at_through
+SELECT 0, p.id, p.last, p.erasures, p.version, p.last_id, NULL::text, NULL::text[], NULL::bytea,
+       p.at_through, NULL::bigint[]
 FROM pair p
+WHERE NOT p.same
 UNION ALL
 SELECT 1, m.id, m.conversation_id, m."order", NULL, (extract(epoch FROM m.created_at) * 1000000)::bigint,
-       m.role, tsvector_to_array(m.search), {vector}, NULL
+       m.role, tsvector_to_array(m.search), {vector}, NULL, NULL
 FROM pair p
 CROSS JOIN LATERAL (
     -- Along the (team, conversation, order) index from the last order kept: never the
@@ -517,13 +544,14 @@ CROSS JOIN LATERAL (
 ) m
 WHERE p.last > p.through AND m.erased_at IS NULL AND (SELECT sum(last) FROM pair) <= %(most)s
 UNION ALL
-SELECT 2, v.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(v.embedding), NULL
+SELECT 2, v.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(v.embedding), NULL, NULL
 FROM unnest(%(probe)s::bigint[]) AS probed(id)
 JOIN {vectors} v ON v.team_id = %(team)s AND v.message_id = probed.id AND v.model = %(model)s
 WHERE v.namespace = %(namespace)s AND v.dim = %(dim)s
 UNION ALL
-SELECT 3, NULL, NULL, NULL, NULL, NULL, NULL,
-       array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1), NULL, NULL
+SELECT 3, NULL, (SELECT coalesce(sum(last), 0)::bigint FROM pair), NULL, NULL, NULL, NULL,
+       array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1), NULL, NULL,
+       array(SELECT gone FROM unnest(%(kept)s::bigint[]) AS gone WHERE gone NOT IN (SELECT id FROM pair))
 """
 _WITH_VECTOR = f"""(
     SELECT vector_send(v.embedding) FROM {MessageVector._meta.db_table} v
@@ -649,9 +677,11 @@ def _bring_up_to_date(
     for attempt in range(3):
         most = min(settings.SEARCH_KEPT_MESSAGES, inline) if fresh and inline is not None else None
         rows = _read(key, kept, words=words, config=config, most=most)
-        pair = {row[1]: (row[2], row[3], row[5], row[9]) for row in rows if row[0] == 0}  # last, erasures, id, at kept
-        messages = sum(last for last, _, _, _ in pair.values())
-        lexemes = tuple(next(row[7] for row in rows if row[0] == 3) or ())
+        # The conversations not kept as they are now: last, erasures, last id, id at the last order
+        # kept, row version.
+        changed = {row[1]: (row[2], row[3], row[5], row[9], row[4]) for row in rows if row[0] == 0}
+        summary = next(row for row in rows if row[0] == 3)
+        messages, lexemes, gone = summary[2], tuple(summary[7] or ()), set(summary[10] or ())
         scope = Scope(key[0], key[1], key[2], messages, lexemes)
         if messages > settings.SEARCH_KEPT_MESSAGES:  # not kept: _read brought no messages
             with _lock:
@@ -666,8 +696,8 @@ def _bring_up_to_date(
         # and not forgotten is compared each time.
         stale = [
             pk
-            for pk, (_, erasures, last_id) in kept.conversations.items()
-            if pk not in pair or pair[pk][1] != erasures or pair[pk][3] != last_id
+            for pk, (_, erasures, last_id, _) in kept.conversations.items()
+            if pk in gone or (pk in changed and (changed[pk][1] != erasures or changed[pk][3] != last_id))
         ]
         if not stale:
             break
@@ -691,7 +721,9 @@ def _bring_up_to_date(
             kept.keep_vectors(kind)
     kept.append([row[1:9] for row in rows if row[0] == 1])
     kept.fill([(row[1], row[8]) for row in rows if row[0] == 2])
-    kept.conversations = {pk: (last, erasures, last_id) for pk, (last, erasures, last_id, _) in pair.items()}
+    kept.conversations.update(
+        (pk, (last, erasures, last_id, version)) for pk, (last, erasures, last_id, _, version) in changed.items()
+    )
     kept.messages = messages
     with _lock:
         _pairs[key] = kept
@@ -753,11 +785,14 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
                 "team": team,
                 "agent": agent,
                 "person": person,
-                "kept": [pk for pk, _ in through],
-                "through": [last for _, (last, _, _) in through],
+                "kept": _array(pk for pk, _ in through),
+                "through": _array(last for _, (last, _, _, _) in through),
+                "at_through": _array(last_id for _, (_, _, last_id, _) in through),
+                "versions": _array(version for _, (_, _, _, version) in through),
+                "versions_hold": not connection.in_atomic_block,
                 "most": settings.SEARCH_KEPT_MESSAGES if most is None else most,
                 "vectors_up_to": _vector_limit(dim) if dim else 0,
-                "probe": kept.probe(),
+                "probe": _array(kept.probe()),
                 "namespace": namespace_for(team),
                 "model": model,
                 "dim": dim,
@@ -766,6 +801,12 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
             },
         )
         return list(cursor.fetchall())
+
+
+def _array(values: Iterable[int | None]) -> str:
+    """Integers as a Postgres array literal: psycopg would check each element of a list on its
+    way (a pair of hundreds of conversations sends four such arrays at every search)."""
+    return "{" + ",".join("NULL" if value is None else str(int(value)) for value in values) + "}"
 
 
 def _bound() -> None:
