@@ -165,7 +165,9 @@ def _dialogue() -> tuple[list[str], list[str]] | None:
 def _bulk_messages(
     conversation: Any, count: int, rng: random.Random, start: Any, bar: Any, said: Any | None = None
 ) -> None:
-    """`count` messages: sentences of the bench's vocabulary, or the next of `said` (an iterator)."""
+    """`count` messages: sentences of the bench's vocabulary, or the next of `said` (an iterator).
+    Written in bulk, not through conversations.services, and so before any search of the pair: a
+    kept pair learns of later appends through their conversation's row, which this does not write."""
     from conversations.models import Message
 
     batch: list[Message] = []
