@@ -144,8 +144,8 @@ SETTLE_DEADLINE = 60.0
 def _wait_until_settled(children: list[subprocess.Popen[bytes]]) -> None:
     """Wait until the server's processes are idle: a web process answers as soon as it starts, while
     a thread of its own still loads the embedding models and the language identifier
-    (memory.vectors.preload), and the worker starts up. Timing requests meanwhile measured that
-    start-up (GET /api/v1/me took 8.6 ms at p50 instead of 2-4)."""
+    (memory.vectors.preload), and the worker starts up: requests timed meanwhile would share the
+    machine with that start-up, and the web processes' CPU per call would count it."""
     deadline = time.monotonic() + SETTLE_DEADLINE
     started = time.monotonic()
 
