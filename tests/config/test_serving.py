@@ -9,6 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from config.management.commands.run import connection_budget, web_command
 from config.mcp import _in_thread
 from tests.fixtures import run_async
@@ -60,3 +62,40 @@ def test_pooling_refuses_a_connection_age():
         [sys.executable, "-c", code], cwd=ROOT, env={**env, "DB_POOL": "0"}, capture_output=True, text=True
     )
     assert allowed.returncode == 0, allowed.stderr[-2000:]
+
+
+@pytest.mark.django_db(transaction=True)  # the request runs on a thread of its own, with its own connection
+def test_a_request_through_the_asgi_application_goes_to_its_thread_once(tenant, monkeypatch):
+    # Django's own ASGI handler runs each step of each middleware written for both modes in the
+    # request's thread and comes back to the event loop (some fifteen hops a request here); the
+    # application runs the whole chain and the view in one (config.asgi.SyncChainASGIHandler).
+    import httpx
+    from asgiref import sync
+
+    from config.asgi import application
+
+    hops: list[str] = []
+    to_thread, to_loop = sync.SyncToAsync.__call__, sync.AsyncToSync.__call__
+
+    async def counted(self, *args, **kwargs):
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await to_thread(self, *args, **kwargs)
+
+    def counted_back(self, *args, **kwargs):
+        hops.append(f"back to the loop: {getattr(self.awaitable, '__qualname__', self.awaitable)}")
+        return to_loop(self, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__call__", counted)
+    monkeypatch.setattr(sync.AsyncToSync, "__call__", counted_back)
+
+    async def me() -> httpx.Response:
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.get("/api/v1/me", headers={"Authorization": f"Bearer {tenant.key.plaintext}"})
+
+    response = run_async(me)
+    assert response.status_code == 200, response.text
+    assert response.json()["agent"] == tenant.agent.slug
+    assert response.headers["X-Request-ID"]  # the middleware ran
+    # request_started's receivers, the middleware chain with the view, and the response's close.
+    assert len(hops) <= 3, hops
