@@ -495,7 +495,8 @@ def _best_first(rows: np.ndarray, scores: np.ndarray, ties: tuple[np.ndarray, ..
 # has had nothing said, erased or rolled back since, and its messages are not looked at: a pair of
 # hundreds of conversations in which nothing changed costs no probe of its messages and brings
 # back one row. Inside one (%(versions_hold)s false) every conversation is probed, as the
-# transaction's own writes all carry its xmin.
+# transaction's own writes all carry its xmin, and no version is kept: one seen there could be the
+# transaction's own, which its later writes would carry too.
 _SYNC = """
 WITH probed AS MATERIALIZED (
     SELECT c.id, c.team_id, c.erasures, c.xmin::text::bigint AS version, k.id IS NOT NULL AS was_kept,
@@ -526,8 +527,8 @@ pair AS MATERIALIZED (
            END AS at_through
     FROM probed p
 )
-SELECT 0, p.id, p.last, p.erasures, p.version, p.last_id, NULL::text, NULL::text[], NULL::bytea,
-       p.at_through, NULL::bigint[]
+SELECT 0, p.id, p.last, p.erasures, CASE WHEN %(versions_hold)s THEN p.version END, p.last_id, NULL::text,
+       NULL::text[], NULL::bytea, p.at_through, NULL::bigint[]
 FROM pair p
 WHERE NOT p.same
 UNION ALL

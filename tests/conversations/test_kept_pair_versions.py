@@ -143,6 +143,16 @@ def test_writes_and_searches_in_one_transaction_see_each_other(tenant, person, t
     assert sorted(found(tenant, person, "kayak")) == ["The kayak was bright orange", "We rented a kayak in Tromso"]
 
 
+def test_what_a_transaction_wrote_after_its_own_search_is_found_once_it_commits(tenant, person, three):
+    found(tenant, person, "island")
+    with transaction.atomic():
+        record_message(conversation=three[0], role="user", content="We rented a kayak in Tromso")
+        assert found(tenant, person, "kayak") == ["We rented a kayak in Tromso"]
+        # Written after that search, under the same row version as the one it saw.
+        record_message(conversation=three[0], role="user", content="The kayak was bright orange")
+    assert sorted(found(tenant, person, "kayak")) == ["The kayak was bright orange", "We rented a kayak in Tromso"]
+
+
 def test_an_import_into_a_kept_pair_is_read_by_the_next_search(tenant, person, three):
     found(tenant, person, "island")
     kept = kept_pair(tenant.agent, person)
