@@ -51,8 +51,7 @@ class Server:
 
     def web_cpu_seconds(self) -> float:
         """CPU time (user + system) used so far by the web processes (gunicorn's workers)."""
-        children = Path(f"/proc/{self.master_pid}/task/{self.master_pid}/children").read_text().split()
-        return sum(_cpu_seconds(int(pid)) for pid in children)
+        return sum(_cpu_seconds(pid) for pid in _descendants(self.master_pid)[1:])
 
 
 def _descendants(pid: int) -> list[int]:

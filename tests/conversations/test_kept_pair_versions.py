@@ -132,50 +132,43 @@ def test_a_message_kept_inside_a_transaction_that_rolled_back_is_found_out(tenan
     assert "river" in kept.holding
 
 
-def test_writes_and_searches_in_one_transaction_see_each_other(tenant, person, three):
+@pytest.mark.parametrize("searched_again_inside", [True, False])
+def test_writes_and_searches_in_one_transaction_see_each_other_and_are_found_once_it_commits(
+    tenant, person, three, searched_again_inside
+):
     found(tenant, person, "island")
-    with transaction.atomic():
-        record_message(conversation=three[0], role="user", content="We rented a kayak in Tromso")
-        assert found(tenant, person, "kayak") == ["We rented a kayak in Tromso"]
-        record_message(conversation=three[0], role="user", content="The kayak was bright orange")
-        # The conversation's row now carries the transaction's own version again, yet was written.
-        assert sorted(found(tenant, person, "kayak")) == ["The kayak was bright orange", "We rented a kayak in Tromso"]
-    assert sorted(found(tenant, person, "kayak")) == ["The kayak was bright orange", "We rented a kayak in Tromso"]
-
-
-def test_what_a_transaction_wrote_after_its_own_search_is_found_once_it_commits(tenant, person, three):
-    found(tenant, person, "island")
+    both = ["The kayak was bright orange", "We rented a kayak in Tromso"]
     with transaction.atomic():
         record_message(conversation=three[0], role="user", content="We rented a kayak in Tromso")
         assert found(tenant, person, "kayak") == ["We rented a kayak in Tromso"]
         # Written after that search, under the same row version as the one it saw.
         record_message(conversation=three[0], role="user", content="The kayak was bright orange")
-    assert sorted(found(tenant, person, "kayak")) == ["The kayak was bright orange", "We rented a kayak in Tromso"]
+        if searched_again_inside:
+            assert sorted(found(tenant, person, "kayak")) == both
+    assert sorted(found(tenant, person, "kayak")) == both
+
+
+def imported(tenant, person, *said: tuple[str, str, str]) -> None:
+    """(content, created_at, external_id) messages imported into one conversation, "old-chat"."""
+    messages = [
+        {"role": "user", "content": content, "created_at": created_at, "external_id": external_id}
+        for content, created_at, external_id in said
+    ]
+    line = {"person": person.external_id, "external_id": "old-chat", "messages": messages}
+    import_conversations(team=tenant.team, agent=tenant.agent, items=[line])
 
 
 def test_an_import_into_a_kept_pair_is_read_by_the_next_search(tenant, person, three):
     found(tenant, person, "island")
     kept = kept_pair(tenant.agent, person)
-    import_conversations(
-        team=tenant.team,
-        agent=tenant.agent,
-        items=[
-            {"person": person.external_id, "external_id": "old-chat", "messages": [
-                {"role": "user", "content": "We rented a kayak in Tromso", "created_at": "2024-05-08T13:56:00+00:00", "external_id": "m1"},
-                {"role": "user", "content": "The fjord was frozen", "created_at": "2024-05-09T13:56:00+00:00", "external_id": "m2"},
-            ]},
-        ],
-    )  # fmt: skip
+    imported(
+        tenant,
+        person,
+        ("We rented a kayak in Tromso", "2024-05-08T13:56:00+00:00", "m1"),
+        ("The fjord was frozen", "2024-05-09T13:56:00+00:00", "m2"),
+    )
     assert found(tenant, person, "kayak Tromso") == ["We rented a kayak in Tromso"]
-    import_conversations(
-        team=tenant.team,
-        agent=tenant.agent,
-        items=[
-            {"person": person.external_id, "external_id": "old-chat", "messages": [
-                {"role": "user", "content": "The fjord thawed in May", "created_at": "2024-05-10T13:56:00+00:00", "external_id": "m3"},
-            ]},
-        ],
-    )  # fmt: skip
+    imported(tenant, person, ("The fjord thawed in May", "2024-05-10T13:56:00+00:00", "m3"))
     # A conversation matched this time: its row is written again with its new messages.
     assert sorted(found(tenant, person, "fjord")) == ["The fjord thawed in May", "The fjord was frozen"]
     assert kept_pair(tenant.agent, person) is kept
