@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.bench_http import seed
-from bench.server import Client, Server, serve
+from bench.server import Client, Server, serve, settle
 
 LEVELS = (1, 4, 16)
 SECONDS = 10.0  # per level
@@ -89,10 +89,18 @@ def percentile(samples: list[float], q: float) -> float:
 def run(scratch_team_slug: str) -> None:
     key, people = seed(scratch_team_slug, people=max(LEVELS), notes=NOTES)
     results: list[tuple[int, Tally, float]] = []
+    cpu: dict[int, dict[str, float]] = {}  # clients -> part -> CPU seconds the level cost
     with serve("load") as server:
         drive(server, key=key, people=people, clients=2 * server.web_processes)  # warm every web process
+        settle(server, "the warm-up")
         for clients in LEVELS:
+            # Each level starts from a quiet server, and is charged the work it left the worker (the
+            # embeddings of what it wrote): it settles before the next level starts.
+            before = server.cpu_seconds_by_part()
             tally, seconds = drive(server, key=key, people=people, clients=clients)
+            settle(server, f"{clients} client(s)")
+            after = server.cpu_seconds_by_part()
+            cpu[clients] = {part: after[part] - before[part] for part in after}
             results.append((clients, tally, seconds))
     print(
         f"\n{server.web_processes} web process(es) and one Celery worker process (as `manage.py run` starts them); "
@@ -120,6 +128,22 @@ def run(scratch_team_slug: str) -> None:
                 f"{statistics.median(samples) * 1000:.1f} / {percentile(samples, 0.95):.1f}" if samples else "—"
             )
         print(f"| {clients} | " + " | ".join(cells) + " |")
+    parts = ("web", "worker", "database", "clients")
+    print(
+        "\nCPU ms per request, by part: the web processes, the Celery worker (embedding what was written), "
+        "every Postgres process, and the benchmark's client threads; from each level's start until its "
+        "work is done (the server settled). Cores busy: all of it over the level's seconds.\n"
+    )
+    print("| clients | " + " | ".join(parts) + " | total | cores busy |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for clients, tally, seconds in results:
+        used = cpu[clients]
+        per = {part: used[part] * 1000 / max(len(tally.samples), 1) for part in parts}
+        print(
+            f"| {clients} | "
+            + " | ".join(f"{per[part]:.2f}" for part in parts)
+            + f" | {sum(per.values()):.2f} | {sum(used.values()) / seconds:.2f} |"
+        )
     errors = [error for _, tally, _ in results for error in tally.errors]
     if errors:
         print(f"\nFirst errors ({len(errors)} in all):\n" + "\n".join(f"- {error[:300]}" for error in errors[:5]))

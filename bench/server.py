@@ -48,10 +48,18 @@ class Server:
     web_processes: int
     log_path: Path
     master_pid: int = 0
+    pids: tuple[int, ...] = ()  # every process started (the web master first, then the worker)
 
     def web_cpu_seconds(self) -> float:
         """CPU time (user + system) used so far by the web processes (gunicorn's workers)."""
         return sum(_cpu_seconds(pid) for pid in _descendants(self.master_pid)[1:])
+
+    def cpu_seconds_by_part(self) -> dict[str, float]:
+        """CPU time used so far by the web processes, the Celery worker (its pool included), every
+        Postgres process of the machine, and this process (the benchmark's clients)."""
+        worker = sum(_cpu_seconds(pid) for root in self.pids[1:] for pid in _descendants(root))
+        postgres = sum(_cpu_seconds(pid) for pid in _processes_named("postgres"))
+        return {"web": self.web_cpu_seconds(), "worker": worker, "database": postgres, "clients": time.process_time()}
 
 
 def _descendants(pid: int) -> list[int]:
@@ -61,6 +69,18 @@ def _descendants(pid: int) -> list[int]:
     except FileNotFoundError:
         return []
     return [pid] + [grandchild for child in children for grandchild in _descendants(int(child))]
+
+
+def _processes_named(name: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    pids.append(int(entry.name))
+            except OSError:  # gone meanwhile
+                continue
+    return pids
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -99,9 +119,10 @@ def serve(name: str, *, web_processes: int | None = None, worker: bool = True) -
     if worker:
         command = worker_command(sys.executable, processes=1, name=f"{queue}@%h")
         children.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+    server = replace(server, pids=tuple(child.pid for child in children))
     try:
         _wait_until_up(server, children)
-        _wait_until_settled(children)
+        settle(server, "answering")
         yield server
     finally:
         for child in children:
@@ -140,26 +161,44 @@ SETTLED_CPU = 0.05  # of a core: the server's processes are taken to be idle bel
 SETTLE_DEADLINE = 60.0
 
 
-def _wait_until_settled(children: list[subprocess.Popen[bytes]]) -> None:
-    """Wait until the server's processes are idle: a web process answers as soon as it starts, while
-    a thread of its own still loads the embedding models and the language identifier
-    (memory.vectors.preload), and the worker starts up: requests timed meanwhile would share the
-    machine with that start-up, and the web processes' CPU per call would count it."""
+def settle(server: Server, after: str) -> None:
+    """Wait until the server's processes are idle and the database does no work of its own.
+
+    A web process answers as soon as it starts, while a thread of its own still loads the embedding
+    models and the language identifier (memory.vectors.preload), and the worker starts up; after a
+    load, the worker still embeds what the last requests wrote; after a bulk write (another
+    benchmark's, on the same database), autovacuum works through it. Requests timed meanwhile would
+    share the machine with that work, and the web processes' CPU per call would count it."""
     deadline = time.monotonic() + SETTLE_DEADLINE
     started = time.monotonic()
 
     def used() -> float:
-        return sum(_cpu_seconds(pid) for child in children for pid in _descendants(child.pid))
+        return sum(_cpu_seconds(pid) for root in server.pids for pid in _descendants(root))
 
     before = used()
     while time.monotonic() < deadline:
         time.sleep(0.5)
         now = used()
-        if now - before < SETTLED_CPU * 0.5:
-            print(f"(the server's processes settled {time.monotonic() - started:.1f} s after answering)")
+        if now - before < SETTLED_CPU * 0.5 and not _database_at_work():
+            print(f"(the server's processes and the database settled {time.monotonic() - started:.1f} s after {after})")
             return
         before = now
-    print(f"(the server's processes were still busy {SETTLE_DEADLINE:.0f} s after answering; measuring anyway)")
+    print(
+        f"(the server's processes or the database were still busy {SETTLE_DEADLINE:.0f} s after {after}; measuring anyway)"
+    )
+
+
+def _database_at_work() -> int:
+    """Backends of the benchmark's Postgres at work, autovacuum's included, other than this one."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' "
+            "AND backend_type IN ('client backend', 'autovacuum worker')"
+        )
+        (busy,) = cursor.fetchone()
+    return int(busy)
 
 
 def _purge(queue: str) -> None:
