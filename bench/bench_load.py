@@ -128,14 +128,15 @@ def run(scratch_team_slug: str) -> None:
                 f"{statistics.median(samples) * 1000:.1f} / {percentile(samples, 0.95):.1f}" if samples else "—"
             )
         print(f"| {clients} | " + " | ".join(cells) + " |")
-    parts = ("web", "worker", "database", "clients")
+    parts = ("web", "worker", "database", "redis", "clients")
     print(
         "\nCPU ms per request, by part: the web processes, the Celery worker (embedding what was written), "
-        "every Postgres process, and the benchmark's client threads; from each level's start until its "
-        "work is done (the server settled). Cores busy: all of it over the level's seconds.\n"
+        "every Postgres process, Redis (the broker, the pending lists, the rate limits) and the benchmark's "
+        "client threads; from each level's start until its work is done (the server settled). Cores busy: "
+        "all of it over the level's seconds.\n"
     )
     print("| clients | " + " | ".join(parts) + " | total | cores busy |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for clients, tally, seconds in results:
         used = cpu[clients]
         per = {part: used[part] * 1000 / max(len(tally.samples), 1) for part in parts}

@@ -56,10 +56,17 @@ class Server:
 
     def cpu_seconds_by_part(self) -> dict[str, float]:
         """CPU time used so far by the web processes, the Celery worker (its pool included), every
-        Postgres process of the machine, and this process (the benchmark's clients)."""
+        Postgres and Redis process of the machine, and this process (the benchmark's clients)."""
         worker = sum(_cpu_seconds(pid) for root in self.pids[1:] for pid in _descendants(root))
         postgres = sum(_cpu_seconds(pid) for pid in _processes_named("postgres"))
-        return {"web": self.web_cpu_seconds(), "worker": worker, "database": postgres, "clients": time.process_time()}
+        redis = sum(_cpu_seconds(pid) for pid in _processes_named("redis-server"))
+        return {
+            "web": self.web_cpu_seconds(),
+            "worker": worker,
+            "database": postgres,
+            "redis": redis,
+            "clients": time.process_time(),
+        }
 
 
 def _descendants(pid: int) -> list[int]:
