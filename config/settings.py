@@ -151,6 +151,11 @@ CACHES = {
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
+# One result backend per process, not one per thread (Celery's default). Queueing a task builds an
+# AsyncResult, which needs the backend; a web request runs on a thread of its own, so each request
+# that queued a task built a backend (a Redis client, its URL parsed, its entry points looked up):
+# about a millisecond of the web process's CPU. redis-py's client is safe to share between threads.
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "mnemo")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
