@@ -2,8 +2,10 @@
 person of its own, mixing turns, replies, recall and remember for a fixed time, against the web
 processes and Celery worker `manage.py run` starts (the worker embeds and curates meanwhile).
 
-Reports throughput, p50/p95 and errors per level, and throughput against one client's (the
-in-run baseline). The clients run on the same machine as the server and share its cores."""
+Reports throughput, p50/p95 and errors per level, throughput against one client's (the in-run
+baseline), and the CPU a request cost in each part: web processes, worker, Postgres, Redis and the
+clients. Each level starts from a settled server and is charged the embedding it left the worker.
+The clients run on the same machine as the server and share its cores."""
 
 from __future__ import annotations
 
