@@ -101,6 +101,7 @@ class Person(models.Model):
     objects = PersonQuerySet.as_manager()
 
     class Meta:
+        # Joins the team: get_or_create_person, on every tool call, orders by pk instead.
         ordering = ["team", "external_id"]
         verbose_name_plural = "people"
         constraints = [

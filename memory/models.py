@@ -79,6 +79,8 @@ class Bank(models.Model):
     objects = BankQuerySet.as_manager()
 
     class Meta:
+        # Ordering by the team joins its row (and sorts by its slug): the write path's lookups by a
+        # unique key order by pk instead, and its lock takes the bank's row only (of=("self",)).
         ordering = ["team", "address"]
         constraints = [
             models.UniqueConstraint(fields=["team", "address"], name="bank_unique_id_per_team"),
@@ -177,6 +179,7 @@ class Note(models.Model):
     objects = NoteQuerySet.as_manager()
 
     class Meta:
+        # Joins the bank and the team (see Bank.Meta): lookups by a unique key order by pk.
         ordering = ["bank", "key"]
         constraints = [
             models.UniqueConstraint(fields=["team", "bank", "key"], name="note_unique_key_per_bank"),

@@ -402,6 +402,7 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
         .select_related("bank")
         .filter(pk=note_id)
         .filter(bank__in=applicable_banks(team=ctx.team, person=person, scope=scope) + list(person.banks.all()))
+        .order_by("pk")
         .first()
     )
     if note is None:

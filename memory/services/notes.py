@@ -146,7 +146,7 @@ def _upsert(
     bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None
 ) -> WriteResult:
     now = timezone.now()
-    existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).first()
+    existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).order_by("pk").first()
     if existing is not None:
         before = existing.snapshot()
         changed = {name: value for name, value in fields.items() if getattr(existing, name) != value}
@@ -211,7 +211,7 @@ def append_observation(
         text = check_content(observation, "observation").strip()
         if summary is not None:
             check_description(summary)
-        existing = Note.objects.filter(team_id=team.pk, bank=locked, key=normalized_key).first()
+        existing = Note.objects.filter(team_id=team.pk, bank=locked, key=normalized_key).order_by("pk").first()
         if existing is None:
             description = summary or f"What is known about {normalized_category.replace('-', ' ')}"
             result = _upsert(
@@ -272,7 +272,7 @@ def edit_note(
 
     def write() -> WriteResult:
         locked_bank = _lock(note.bank)
-        current = Note.objects.filter(pk=note.pk, bank=locked_bank).first()
+        current = Note.objects.filter(pk=note.pk, bank=locked_bank).order_by("pk").first()
         if current is None:
             raise NoteNotFound("The note no longer exists.", field="id")
         if mode == "find_replace":
@@ -309,7 +309,7 @@ def edit_note(
 @transaction.atomic
 def delete_note(*, note: Note, actor: Actor, reason: str = "") -> WriteResult:
     bank = _lock(note.bank)
-    current = Note.objects.filter(pk=note.pk, bank=bank).first()
+    current = Note.objects.filter(pk=note.pk, bank=bank).order_by("pk").first()
     if current is None:
         raise NoteNotFound("The note no longer exists.", field="id")
     current.bank = bank
@@ -334,7 +334,7 @@ def forget(
     refs = check_scope_refs(context_refs, "context.refs")
     check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
     for bank in applicable_banks(team=team, person=person, scope=scope):
-        note = Note.objects.filter(team=team, bank=bank, key=normalized).first()
+        note = Note.objects.filter(team=team, bank=bank, key=normalized).order_by("pk").first()
         if note is not None and scope_refs_match(note.scope_refs, refs):
             note_id = note.pk
             return delete_note(note=note, actor=actor, reason=reason or "forgotten on request"), note_id
