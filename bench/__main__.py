@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BENCHMARKS = {
     "api": "bench.bench_api",
@@ -53,13 +55,39 @@ def main(argv: list[str]) -> int:
         for name in argv or list(BENCHMARKS):
             module = importlib.import_module(BENCHMARKS[name])
             print(f"\n## {name}")
-            module.run(f"bench-{name}-{suffix}")
+            with _settings_restored():
+                module.run(f"bench-{name}-{suffix}")
     finally:
         if os.environ.get("BENCH_KEEP_DATABASE"):  # left for EXPLAIN and experiments; the next run replaces it
             print(f"\nThe benchmark database {connection.settings_dict['NAME']} is kept (BENCH_KEEP_DATABASE is set).")
         else:
             connection.creation.destroy_test_db(old_name, verbosity=0)
     return 0
+
+
+@contextmanager
+def _settings_restored() -> Iterator[None]:
+    """Run one benchmark, then put back the settings (and the task queue) the run started with.
+
+    Several benchmarks point EMBEDDER and others at what they measure; one run after them would
+    measure that instead of the configuration (the HTTP and load benchmarks start the real server
+    with the settings' embedder, and measured the hashing one the reads benchmark had left)."""
+    from django.conf import settings
+
+    from config.celery import app
+
+    wrapped = settings._wrapped.__dict__  # type: ignore[misc]  # the stubs type settings as Settings, not its lazy wrapper
+    saved = dict(wrapped)
+    queue = app.conf.task_default_queue
+    try:
+        yield
+    finally:
+        for name in [name for name in wrapped if name not in saved]:
+            delattr(settings, name)
+        for name, value in saved.items():
+            if wrapped.get(name) is not value:
+                setattr(settings, name, value)
+        app.conf.task_default_queue = queue
 
 
 if __name__ == "__main__":

@@ -89,6 +89,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def run(scratch_team_slug: str) -> None:
+    from django.conf import settings
+
     key, people = seed(scratch_team_slug, people=max(LEVELS), notes=NOTES)
     results: list[tuple[int, Tally, float]] = []
     cpu: dict[int, dict[str, float]] = {}  # clients -> part -> CPU seconds the level cost
@@ -105,8 +107,9 @@ def run(scratch_team_slug: str) -> None:
             cpu[clients] = {part: after[part] - before[part] for part in after}
             results.append((clients, tally, seconds))
     print(
-        f"\n{server.web_processes} web process(es) and one Celery worker process (as `manage.py run` starts them); "
-        f"each client a person of its own with {NOTES} notes; {SECONDS:.0f} s per level; clients on the same machine."
+        f"\n{server.web_processes} web process(es) and one Celery worker process (as `manage.py run` starts them), "
+        f"EMBEDDER={settings.EMBEDDER}; each client a person of its own with {NOTES} notes; {SECONDS:.0f} s per "
+        "level; clients on the same machine."
     )
     print("\n### Load: turns, replies, recall and remember from N concurrent clients\n")
     print("| clients | requests | req/s | p50 ms | p95 ms | errors | x 1 client req/s |")
