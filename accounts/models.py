@@ -101,8 +101,8 @@ class Person(models.Model):
     objects = PersonQuerySet.as_manager()
 
     class Meta:
-        # Joins the team: get_or_create_person, on every tool call, orders by pk instead.
-        ordering = ["team", "external_id"]
+        # By the team's id: ordering by the team would join its row into every query (see Bank.Meta).
+        ordering = ["team_id", "external_id"]
         verbose_name_plural = "people"
         constraints = [
             models.UniqueConstraint(fields=["team", "external_id"], name="person_unique_external_id_per_team"),

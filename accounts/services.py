@@ -133,7 +133,7 @@ def get_or_create_person(*, team: Team, external_id: str) -> Person:
         raise InvalidText("person must be a non-empty id.", field="person")
     if len(external_id) > 200:
         raise PersonIdTooLong("person is longer than 200 characters.", field="person")
-    person = Person.objects.filter(team=team, external_id=external_id).order_by("pk").first()
+    person = Person.objects.filter(team=team, external_id=external_id).first()
     if person is not None:
         return person
     try:

@@ -79,9 +79,10 @@ class Bank(models.Model):
     objects = BankQuerySet.as_manager()
 
     class Meta:
-        # Ordering by the team joins its row (and sorts by its slug): the write path's lookups by a
-        # unique key order by pk instead, and its lock takes the bank's row only (of=("self",)).
-        ordering = ["team", "address"]
+        # By the team's id, not the team: ordering by a related model joins its row into every
+        # query that keeps the default ordering, and into the lock of every select_for_update
+        # without of= (a bank's lock then held the whole team's writes).
+        ordering = ["team_id", "address"]
         constraints = [
             models.UniqueConstraint(fields=["team", "address"], name="bank_unique_id_per_team"),
             models.CheckConstraint(
@@ -179,7 +180,7 @@ class Note(models.Model):
     objects = NoteQuerySet.as_manager()
 
     class Meta:
-        # Joins the bank and the team (see Bank.Meta): lookups by a unique key order by pk.
+        # Joins the bank (sorted by its address): the write path's lookups by a unique key order by pk.
         ordering = ["bank", "key"]
         constraints = [
             models.UniqueConstraint(fields=["team", "bank", "key"], name="note_unique_key_per_bank"),

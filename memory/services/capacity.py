@@ -27,7 +27,7 @@ def get_or_create_bank(*, team: Team, person: Person | None, scope: str, kind: s
     scope = validate_scope(scope)
     person_for_bank = None if kind == Bank.Kind.SHARED else person
     address = bank_id_for(kind, person_for_bank, scope)
-    existing = Bank.objects.filter(team=team, address=address).order_by("pk").first()
+    existing = Bank.objects.filter(team=team, address=address).first()
     if existing is not None:
         return existing
     try:
@@ -82,10 +82,9 @@ def _lock_bank(*, team: Team, person: Person | None, scope: str, kind: str) -> B
     """The bank, created on first use, locked until the transaction ends (see _lock): one round
     trip when it exists."""
     address = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, validate_scope(scope))
-    # The bank's row only: Bank's default ordering names the team, and ordering by it would join
-    # the team's row into the lock, holding every other write of the team (and every insert that
-    # names the team, whose foreign key check waits for it) until this transaction ends.
-    locked = Bank.objects.select_for_update(of=("self",)).filter(team=team, address=address).order_by("pk").first()
+    # The bank's row only: a lock on the team's would hold every other write of the team (and every
+    # insert that names the team, whose foreign key check waits for it) until this transaction ends.
+    locked = Bank.objects.select_for_update(of=("self",)).filter(team=team, address=address).first()
     if locked is not None:
         return locked
     return _lock(get_or_create_bank(team=team, person=person, scope=scope, kind=kind))

@@ -100,7 +100,7 @@ def _record_refusal(
     exc: Exception,
 ) -> Revision:
     message = getattr(exc, "message", str(exc))
-    bank = Bank.objects.filter(team=team, address=bank_ref).order_by("pk").first()
+    bank = Bank.objects.filter(team=team, address=bank_ref).first()
     # Its own transaction: the refused write rolled back, its revision must not. Everything
     # written here is escaped, because what was refused may be text Postgres cannot store
     # (a NUL, a lone surrogate): the refusal must still be logged.
@@ -140,7 +140,7 @@ def record_refused_call(
     person = None
     raw_person = args.get("person")
     if isinstance(raw_person, str) and raw_person.strip() and text_problem(raw_person, TextKind.IDENTIFIER) is None:
-        person = Person.objects.filter(team=team, external_id=raw_person.strip()).order_by("pk").first()
+        person = Person.objects.filter(team=team, external_id=raw_person.strip()).first()
     raw_key = args.get("key", args.get("category"))
     key = normalize_key(raw_key) if isinstance(raw_key, str) else ""
     bank_ref = f"(unresolved: {operation} refused before its bank was resolved)"
