@@ -1,6 +1,7 @@
 import os
 
-from celery import Celery
+from celery import Celery, Task, signals
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -22,3 +23,15 @@ app.conf.beat_schedule = {
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
 }
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _release_database_connections(task: Task[..., object] | None = None, **_signal: object) -> None:
+    """Before and after each task, what Django does before and after a request: a connection that
+    failed or outlived its age goes (with the pool: back to the pool, which drops a broken one).
+    Celery's fix-up no longer closes the pool at every task (CELERY_DB_REUSE_MAX in settings). A
+    task run eagerly runs inside its caller's transaction, which is left alone."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    close_old_connections()

@@ -156,6 +156,12 @@ CELERY_RESULT_BACKEND = REDIS_URL
 # that queued a task built a backend (a Redis client, its URL parsed, its entry points looked up):
 # about a millisecond of the web process's CPU. redis-py's client is safe to share between threads.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
+# Celery's Django fix-up closes a worker's database connections before and after every task, and
+# with Django's pool it closes the pool too (celery/celery#10554): every task opened a new Postgres
+# backend (a fork on the server, then authentication and the session's set-up) and a new pool. With
+# this it does so once in 1,000 tasks; config/celery.py returns a task's connection to the pool
+# after it, as Django does after a request, so a broken one is dropped there.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "mnemo")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
