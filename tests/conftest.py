@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # Tasks sent by this test run go to a queue of its own, so a worker started by `make run` on the
 # same machine never picks up a test's task and writes it into the main database.
 TEST_QUEUE = f"mnemo-test-{uuid.uuid4().hex[:8]}"
+
+LOGS_KEPT_SECONDS = 1800  # test-*.log files in DATA_DIR younger than this survive the next run
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
 CHROMIUM_ARGS = [
@@ -58,7 +61,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """pytest-django's, then at the end of the run this process's connection pool is closed before
     the test database is dropped (Postgres refuses to drop a database with sessions on it), and so
-    is the session of any process a test started and stopped that Postgres has not ended yet."""
+    is the session of any process a test started and stopped that Postgres has not ended yet.
+
+    At the start, the logs of the workers and servers earlier runs started go (those not written
+    to for half an hour: the last run's stay, to be read, and so do those of a run beside this one)."""
+    from django.conf import settings
+
+    for log in settings.DATA_DIR.glob("test-*.log"):
+        if time.time() - log.stat().st_mtime > LOGS_KEPT_SECONDS:
+            log.unlink(missing_ok=True)
     yield
     with django_db_blocker.unblock():
         from django.db import connection
