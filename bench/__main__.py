@@ -50,6 +50,7 @@ def main(argv: list[str]) -> int:
     # (BENCH_DATABASE names another, for two runs side by side).
     connection.settings_dict.setdefault("TEST", {})["NAME"] = os.environ.get("BENCH_DATABASE", "mnemo_bench")
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    print(_machine())
     try:
         suffix = uuid.uuid4().hex[:6]
         for name in argv or list(BENCHMARKS):
@@ -63,6 +64,26 @@ def main(argv: list[str]) -> int:
         else:
             connection.creation.destroy_test_db(old_name, verbosity=0)
     return 0
+
+
+def _machine() -> str:
+    """A line on the machine the run measures: its cores, its load, and the CPU a fixed pure-Python
+    loop takes, the best of three. Most figures here are Python's time; on a machine where that loop
+    is twice as slow they are about twice as large, so compare runs of two machines with it."""
+    import time
+
+    def loop() -> float:
+        started, total = time.process_time(), 0
+        for i in range(3_000_000):
+            total += i
+        return time.process_time() - started
+
+    reference = min(loop() for _ in range(3))
+    load = ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
+    return (
+        f"\nThis machine: {os.cpu_count()} cores, load average {load} at the start; the reference Python loop "
+        f"(3,000,000 additions) took {reference * 1000:.0f} ms of CPU, the best of 3."
+    )
 
 
 @contextmanager
