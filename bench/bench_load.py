@@ -2,11 +2,11 @@
 person of its own, mixing turns, replies, recall and remember for a fixed time, against the web
 processes and Celery worker `manage.py run` starts (the worker embeds and curates meanwhile).
 
-Reports throughput, p50/p95 and errors per level (each measured over a fixed window after a ramp),
-throughput against one client's (the in-run baseline), and the CPU a request cost in each part: web
-processes, worker, Postgres, Redis and the clients. Each level starts from a settled server and is
-charged the embedding it left the worker. The clients run on the same machine as the server and
-share its cores."""
+Reports throughput, p50/p95 and errors per level (each run twice, the levels in order and back, each
+run measured over a fixed window after a ramp), throughput against one client's (the in-run
+baseline), and the CPU a request cost in each part: web processes, worker, Postgres, Redis and the
+clients. Each level starts from a settled server and is charged the embedding it left the worker.
+The clients run on the same machine as the server and share its cores."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ from bench.bench_http import seed
 from bench.server import Client, Server, serve, settle
 
 LEVELS = (1, 4, 16)
+# Each level runs twice, the levels in order and back (1, 4, 16, 16, 4, 1): a shared machine's
+# speed drifts over minutes, and run this way a drift moves one client's figure as much as
+# sixteen's, not only one of them. Each table row is a level's two runs together.
+ORDER = LEVELS + LEVELS[::-1]
 RAMP = 2.0  # seconds each level runs before it is measured: the clients start together, and fall out of step
 SECONDS = 10.0  # the measured window of each level
 NOTES = 30  # per person
@@ -31,6 +35,13 @@ class Tally:
     by_operation: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # at any time in the level
     completed: int = 0  # every request that ended, in the window or not (what the level's CPU paid for)
+
+    def merge(self, other: Tally) -> None:
+        self.samples += other.samples
+        for name, samples in other.by_operation.items():
+            self.by_operation.setdefault(name, []).extend(samples)
+        self.errors += other.errors
+        self.completed += other.completed
 
 
 def session(
@@ -100,32 +111,40 @@ def run(scratch_team_slug: str) -> None:
     from django.conf import settings
 
     key, people = seed(scratch_team_slug, people=max(LEVELS), notes=NOTES)
-    results: list[tuple[int, Tally, float]] = []
-    cpu: dict[int, dict[str, float]] = {}  # clients -> part -> CPU seconds the level cost
+    tallies = {clients: Tally() for clients in LEVELS}
+    seconds = dict.fromkeys(LEVELS, 0.0)  # clients -> the wall time of its runs
+    cpu: dict[int, dict[str, float]] = {clients: {} for clients in LEVELS}  # clients -> part -> CPU seconds
     with serve("load") as server:
         drive(server, key=key, people=people, clients=2 * server.web_processes)  # warm every web process
         settle(server, "the warm-up")
-        for clients in LEVELS:
-            # Each level starts from a quiet server, and is charged the work it left the worker (the
-            # embeddings of what it wrote): it settles before the next level starts.
+        for clients in ORDER:
+            # Each run starts from a quiet server, and is charged the work it left the worker (the
+            # embeddings of what it wrote): it settles before the next run starts.
             before = server.cpu_seconds_by_part()
-            tally, seconds = drive(server, key=key, people=people, clients=clients)
+            tally, wall = drive(server, key=key, people=people, clients=clients)
             settle(server, f"{clients} client(s)")
             after = server.cpu_seconds_by_part()
-            cpu[clients] = {part: after[part] - before[part] for part in after}
-            results.append((clients, tally, seconds))
+            for part in after:
+                cpu[clients][part] = cpu[clients].get(part, 0.0) + after[part] - before[part]
+            tallies[clients].merge(tally)
+            seconds[clients] += wall
+    passes = ORDER.count(LEVELS[0])
+    window = SECONDS * passes  # the measured seconds of each level
+    results = [(clients, tallies[clients], seconds[clients]) for clients in LEVELS]
     print(
-        f"\n{server.web_processes} web process(es) and one Celery worker process (as `manage.py run` starts them), "
+        f"\n{server.web_processes} web process(es) and one Celery worker process (started as "
+        "`manage.py run` starts them; it starts two worker processes by default), "
         f"EMBEDDER={settings.EMBEDDER}; each client a person of its own with {NOTES} notes; clients on the same "
-        f"machine. Each level runs {RAMP:.0f} s (the clients start together and fall out of step), then is measured "
-        f"for {SECONDS:.0f} s: req/s and the percentiles are of the requests that ended in those {SECONDS:.0f} s."
+        f"machine. Levels in the order {', '.join(map(str, ORDER))}, each row a level's {passes} runs together. A run "
+        f"lasts {RAMP:.0f} s (the clients start together and fall out of step), then is measured for {SECONDS:.0f} s: "
+        "req/s and the percentiles are of the requests that ended in those seconds."
     )
     print("\n### Load: turns, replies, recall and remember from N concurrent clients\n")
     print("| clients | requests | req/s | p50 ms | p95 ms | errors | x 1 client req/s |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    base = len(results[0][1].samples) / SECONDS
+    base = len(results[0][1].samples) / window
     for clients, tally, _ in results:
-        rate = len(tally.samples) / SECONDS
+        rate = len(tally.samples) / window
         print(
             f"| {clients} | {len(tally.samples)} | {rate:.1f} | {percentile(tally.samples, 0.5):.1f} | "
             f"{percentile(tally.samples, 0.95):.1f} | {len(tally.errors)} | {rate / base:.2f} |"
@@ -146,18 +165,18 @@ def run(scratch_team_slug: str) -> None:
     print(
         "\nCPU ms per request, by part: the web processes, the Celery worker (embedding what was written), "
         "every Postgres process, Redis (the broker, the pending lists, the rate limits) and the benchmark's "
-        "client threads; from each level's start until its work is done (the server settled), over every "
-        "request the level completed (in its window or not). Cores busy: all of it over the level's seconds.\n"
+        "client threads; from each run's start until its work is done (the server settled), over every "
+        "request the level's runs completed (in a window or not). Cores busy: all of it over the runs' seconds.\n"
     )
     print("| clients | " + " | ".join(parts) + " | total | cores busy |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for clients, tally, seconds in results:
+    for clients, tally, wall in results:
         used = cpu[clients]
         per = {part: used[part] * 1000 / max(tally.completed, 1) for part in parts}
         print(
             f"| {clients} | "
             + " | ".join(f"{per[part]:.2f}" for part in parts)
-            + f" | {sum(per.values()):.2f} | {sum(used.values()) / seconds:.2f} |"
+            + f" | {sum(per.values()):.2f} | {sum(used.values()) / wall:.2f} |"
         )
     errors = [error for _, tally, _ in results for error in tally.errors]
     if errors:
