@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from redis.exceptions import RedisError
 
 from accounts.models import ApiKey
@@ -34,15 +34,18 @@ _lock = threading.Lock()
 _entries: dict[str, tuple[ApiKey, bytes | None, float]] = {}  # "prefix:digest" -> (key, mark, remembered at)
 
 
-# One key for every process on this Redis, whatever KEY_PREFIX each uses: a process that renews
-# it only makes the others look their keys up once more.
-MARK_KEY = "mnemo:accounts:mark"
+def mark_key() -> str:
+    """The accounts mark's key: one for every process on the same database, whatever KEY_PREFIX each
+    uses (the keys it stands for live in that database). Processes of another database on the same
+    Redis (another deployment, a parallel test run) keep a mark of their own, so their writes never
+    make this database's processes look their keys up again."""
+    return f"mnemo:accounts:mark:{connection.settings_dict['NAME']}"
 
 
 def current_mark() -> bytes | object | None:
     """The accounts mark in Redis (None when never set), or _MISSING when Redis cannot be read."""
     try:
-        mark = cache_redis().get(MARK_KEY)
+        mark = cache_redis().get(mark_key())
     except RedisError:
         logger.warning("API keys are looked up in the database: the cache (Redis) is unreachable", exc_info=True)
         return _MISSING
@@ -51,7 +54,7 @@ def current_mark() -> bytes | object | None:
 
 def _new_mark() -> None:
     try:
-        cache_redis().set(MARK_KEY, uuid.uuid4().hex)
+        cache_redis().set(mark_key(), uuid.uuid4().hex)
     except RedisError:
         # Processes that cannot read the mark ask the database; those that can stop trusting what
         # they remember within KEY_CACHE_SECONDS.

@@ -1,9 +1,15 @@
+import uuid
+from unittest import mock
+
 import httpx
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
+from accounts import keycache
 from accounts.models import ApiKey
 from accounts.services import hash_secret, issue_api_key, revoke_api_key
+from config.redis import cache_redis
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
@@ -89,6 +95,23 @@ def test_a_verified_key_is_not_looked_up_again_until_accounts_change(tenant, dja
         assert tenant.client.get("/api/v1/me").json()["agent_name"] == "Renamed"
     with django_assert_num_queries(0):
         tenant.client.get("/api/v1/me")
+
+
+def test_accounts_written_in_another_database_leave_this_ones_remembered_keys_trusted(
+    tenant, django_assert_num_queries
+):
+    # Another deployment on the same Redis (or a parallel test process, with a test database of its
+    # own) renews its own mark, as its process does after any write to a key, an agent or a team.
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    with mock.patch.dict(connection.settings_dict, {"NAME": "another_mnemo"}):
+        other_mark = keycache.mark_key()
+    assert other_mark != keycache.mark_key()
+    cache_redis().set(other_mark, uuid.uuid4().hex)
+    with django_assert_num_queries(0):
+        assert tenant.client.get("/api/v1/me").status_code == 200
+    cache_redis().set(keycache.mark_key(), uuid.uuid4().hex)  # this database's: looked up again
+    with django_assert_num_queries(1):
+        assert tenant.client.get("/api/v1/me").status_code == 200
 
 
 def test_a_revoked_key_is_refused_at_once_even_after_it_was_verified(tenant):
