@@ -37,10 +37,22 @@ CHROMIUM_ARGS = [
 ]
 
 
+# Connections this test process's pool may hold (DB_POOL_MAX_SIZE is a web or worker process's
+# figure, 10 by default). The worker race test runs eight lanes, each a thread with a connection of
+# its own, beside the test's own: in a two-process run (TEST_PROCESSES=2) a lane once waited out
+# the pool's timeout for a connection with the ten all taken.
+TEST_POOL_MAX_SIZE = 24
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
     from config.celery import app
 
     app.conf.task_default_queue = TEST_QUEUE
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    if isinstance(pool, dict):  # before the first connection, which creates the pool from it
+        pool["max_size"] = max(pool["max_size"], TEST_POOL_MAX_SIZE)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
