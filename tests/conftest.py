@@ -107,6 +107,18 @@ def _no_reads_left_pending() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _serving_no_request() -> Iterator[None]:
+    """Each test starts in a thread that serves no request, with no rows of another test waiting in
+    this process's embedding outbox (memory.indexing): a request left unfinished (its response never
+    closed) would have the next test's rows wait there for a request_finished that never comes."""
+    from memory.indexing import send_outbox
+
+    send_outbox()
+    yield
+    send_outbox()
+
+
+@pytest.fixture(autouse=True)
 def _no_turn_notes_kept() -> None:
     """Each test starts with nothing kept of turn notes (memory.queries.turn_notes) or of recall's
     banks (memory.recall) or of the conversation search's pairs, from another's rolled-back rows."""

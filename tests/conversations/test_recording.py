@@ -16,13 +16,6 @@ from tests.concurrency import OpenTransaction, commit_once_blocked
 from tests.factories import AgentFactory, PersonFactory
 
 
-@pytest.fixture(autouse=True)
-def empty_outbox():
-    send_outbox()  # this thread serves no request, and nothing of another test waits
-    yield
-    send_outbox()
-
-
 def counts(conversation: Conversation) -> tuple[int, int]:
     conversation.refresh_from_db()
     return conversation.chars_since_curation, conversation.exchanges_since_curation

@@ -190,7 +190,11 @@ def wsgi_call(app: WsgiBodyLimit, body: bytes, **environ: str) -> tuple[str, byt
     request_finished.disconnect(close_old_connections)
     try:
         result = app({**base, **environ}, lambda status, headers, *_: captured.append(status))
-        return captured[0], b"".join(result)
+        try:
+            return captured[0], b"".join(result)
+        finally:
+            if hasattr(result, "close"):  # as a WSGI server does: Django's request_finished is sent here
+                result.close()
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
