@@ -10,6 +10,7 @@ The clients run on the same machine as the server and share its cores."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -178,6 +179,30 @@ def run(scratch_team_slug: str) -> None:
             + " | ".join(f"{per[part]:.2f}" for part in parts)
             + f" | {sum(per.values()):.2f} | {sum(used.values()) / wall:.2f} |"
         )
+    print(_bound(results, cpu, base=base, window=window))
     errors = [error for _, tally, _ in results for error in tally.errors]
     if errors:
         print(f"\nFirst errors ({len(errors)} in all):\n" + "\n".join(f"- {error[:300]}" for error in errors[:5]))
+
+
+def _bound(
+    results: list[tuple[int, Tally, float]], cpu: dict[int, dict[str, float]], *, base: float, window: float
+) -> str:
+    """What the machine's cores allow the most clients, from this run's own figures: every core busy
+    with requests that cost what they cost at that level. One client's requests follow one another,
+    so it uses about one core for the web and the database while the worker embeds what it wrote
+    beside it; at the top level every request's share of the worker comes out of the same cores."""
+    clients, tally, _ = results[-1]
+    cores = os.cpu_count() or 1
+    per = {part: seconds * 1000 / max(tally.completed, 1) for part, seconds in cpu[clients].items()}
+    total = sum(per.values())
+    most = cores * 1000 / total
+    without_worker = cores * 1000 / (total - per.get("worker", 0.0))
+    measured = len(tally.samples) / window
+    return (
+        f"\nWhat bounds {clients} clients on this machine: with all {cores} cores busy at {total:.1f} ms of CPU a "
+        f"request, they could complete at most {most:.1f} req/s, {most / base:.2f}x one client's {base:.1f} "
+        f"(measured: {measured:.1f} req/s, {measured / base:.2f}x). Without the worker's "
+        f"{per.get('worker', 0.0):.1f} ms a request (the embedding of what was written) the bound would be "
+        f"{without_worker / base:.2f}x."
+    )
