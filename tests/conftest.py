@@ -107,13 +107,20 @@ def _no_reads_left_pending() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _serving_no_request() -> Iterator[None]:
-    """Each test starts in a thread that serves no request, with no rows of another test waiting in
-    this process's embedding outbox (memory.indexing): a request left unfinished (its response never
-    closed) would have the next test's rows wait there for a request_finished that never comes."""
-    from memory.indexing import send_outbox
+def _nothing_waiting_for_embedding() -> Iterator[None]:
+    """Each test starts with nothing of an earlier one waiting to be embedded (memory.indexing):
+
+    - its thread serves no request, and this process's outbox is empty: a request left unfinished
+      (its response never closed) would have the next test's rows wait there for a request_finished
+      that never comes;
+    - the pending lists of this run's database and queue are empty, and no wake marker says a task is
+      on its way: rows no worker took, or a marker left for 30 s, would ride along with the next
+      test's rows, or keep its own task from being queued at all."""
+    from config.redis import cache_redis
+    from memory.indexing import indexed_models, pending_keys, send_outbox
 
     send_outbox()
+    cache_redis().delete(*(key for indexed in indexed_models() for key in pending_keys(indexed)))
     yield
     send_outbox()
 

@@ -16,14 +16,6 @@ from tests.factories import note_fields, written
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def empty_list():
-    keys = pending_keys(NOTES)
-    cache_redis().delete(*keys)
-    yield
-    cache_redis().delete(*keys)
-
-
 @pytest.fixture
 def queued(mocker):
     """The tasks dispatch queues (none runs: the test runs the task body itself)."""
