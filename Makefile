@@ -53,11 +53,10 @@ format: install
 migrations-check: install
 	$(PY) manage.py makemigrations --check --dry-run
 
-# TEST_PROCESSES=2 runs the suite in two processes (pytest-xdist), each test file whole in one of
-# them, each process with its own test database, task queue and live server: 8 minutes against 12
-# on a 2-core machine, but the worker race test once ran out of database connections beside the
-# other process's servers, so the default (0) runs it in this one process.
-TEST_PROCESSES ?= 0
+# The suite runs in TEST_PROCESSES processes (pytest-xdist), each test file whole in one of them,
+# each process with its own test database, task queue and live server: about 8 minutes against 13
+# in one process on a 2-core machine. TEST_PROCESSES=0 runs it in this one process.
+TEST_PROCESSES ?= 2
 test: lint typecheck migrations-check
 	$(PY) -m pytest $(if $(filter 0,$(TEST_PROCESSES)),,-n $(TEST_PROCESSES) --dist loadfile)
 
