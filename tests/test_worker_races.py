@@ -28,11 +28,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import get_or_create_person
 from config.celery import app
-from config.redis import cache_redis
-from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector
 from conversations.services import erase_message, record_message
-from memory import indexing
 from memory.models import Note, NoteVector, Revision
 from memory.services import Actor, delete_note, erase_note, remember
 from tests.conftest import TEST_QUEUE
@@ -207,13 +204,11 @@ class MessageLane(Lane):
 def _nothing_left_queued() -> None:
     """Drop what earlier tests of this run queued for embedding and no worker ran: this test's
     worker would run it too, and the log's task lines would no longer be the lanes' alone (CI once
-    counted 401). The test queue, the models' pending lists and this process's outbox are emptied."""
-    indexing.send_outbox()  # queued, then purged with the rest
+    counted 401). The test queue is purged here; the models' pending lists and this process's outbox
+    are empty already (every test starts that way: tests/conftest.py)."""
     with app.connection_for_write() as broker:
         channel: Any = broker.default_channel  # kombu's virtual channel (typed as the bare protocol)
         channel.queue_purge(TEST_QUEUE)
-    for indexed in (indexing.NOTES, MESSAGES):
-        cache_redis().delete(*indexing.pending_keys(indexed))
 
 
 @pytest.mark.worker
