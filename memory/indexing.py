@@ -167,10 +167,13 @@ class IndexedModel:
         stored only if the row still holds exactly the text it was computed from (see
         store_if_current). Raises EmbeddingUnavailable when the embedder fails; nothing is written then.
         """
+        ids = list(ids)
+        if not ids:
+            return 0  # a task queued for its pending list alone is given no rows of its own
         embedder = embedder or get_embedder()
         if embedder is None:
             return 0
-        rows = self._stale_rows(list(ids), embedder)
+        rows = self._stale_rows(ids, embedder)
         if not rows:
             return 0
         vectors = embedder.embed([self.text(row) for row in rows])

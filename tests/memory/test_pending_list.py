@@ -47,6 +47,17 @@ def test_rows_dispatched_while_a_task_is_queued_wait_for_it_and_are_embedded_in_
     assert queued.call_count == 2
 
 
+def test_a_task_queued_for_its_pending_list_alone_reads_the_rows_once_and_stores_them_once(
+    tenant, person, actor, queued, no_broker, django_assert_num_queries
+):
+    written_notes = notes(tenant, person, actor, 3)
+    dispatch(NOTES, [note.pk for note in written_notes])
+    # Given no rows of its own, the task asks the database nothing for them: one query reads the
+    # list's rows with their vectors' hashes, one statement stores the vectors.
+    with django_assert_num_queries(2):
+        assert tasks.embed_notes.run([]) == 3
+
+
 def test_a_task_that_cannot_be_queued_leaves_its_rows_for_the_next_one(tenant, person, actor, queued, no_broker):
     first, second = notes(tenant, person, actor, 2)
     queued.side_effect = ConnectionError("the broker is down")
