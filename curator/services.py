@@ -41,7 +41,7 @@ from curator.providers import (
 )
 from curator.schemas import AppendDailyOp, ConsolidationPlan, CuratorPlan, ForgetOp, RememberOp
 from memory.models import Bank, Note, Revision
-from memory.queries import build_digest
+from memory.queries import turn_notes
 from memory.services import (
     Actor,
     append_daily,
@@ -110,10 +110,19 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
             record_curation(conversation=conversation, through_order=through, outcome="read nothing: erased")
         return "read nothing: the new messages were erased"
     provider = provider or get_provider()
-    digest = build_digest(team=conversation.team, person=conversation.person, agent=conversation.agent)
+    # The digest the agent's turns show (memory.queries.build_digest's text), read as the composer
+    # reads it: one hand-written query, kept by this process per version of the person's banks.
+    digest = turn_notes(
+        team=conversation.team,
+        person=conversation.person,
+        agent=conversation.agent,
+        scope="",
+        context=None,
+        vector=None,
+    ).digest
     request = CurationRequest(
         messages=[_chat_line(m) for m in new],
-        digest=digest.text,
+        digest=digest,
         summary=conversation.summary,
         today=timezone.localdate().isoformat(),
     )

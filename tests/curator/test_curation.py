@@ -15,7 +15,7 @@ from curator.services import consolidate_bank, curate_conversation
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
-from tests.factories import chat
+from tests.factories import chat, note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +43,34 @@ def test_a_pass_applies_operations_as_the_curator_and_moves_the_watermark(tenant
     )
     assert call.chars_in > 0
     assert curate_conversation(conversation_id=conversation.pk) == "skipped: nothing new since the last pass"
+
+
+def test_each_pass_is_given_the_digest_the_agents_turns_show_as_it_stands_then(tenant, person, conversation, actor):
+    from memory.queries import build_digest
+    from memory.services import mute_category
+
+    def digest_now() -> str:
+        return build_digest(team=tenant.team, person=person, agent=tenant.agent).text
+
+    provider = ScriptedProvider()
+    remember(team=tenant.team, person=person, actor=actor, **note_fields(key="home-city"))
+    chat(conversation, [("Hi!", "Hello.")])
+    curate_conversation(conversation_id=conversation.pk, provider=provider)
+    remember(team=tenant.team, person=person, actor=actor, category="health",
+             **note_fields(key="allergy", description="Allergies", content="Peanuts."))  # fmt: skip
+    chat(conversation, [("Lunch ideas?", "Soup.")])
+    curate_conversation(conversation_id=conversation.pk, provider=provider)
+    mute_category(person=person, agent=tenant.agent, category="health")
+    chat(conversation, [("Thanks", "Any time.")])
+    curate_conversation(conversation_id=conversation.pk, provider=provider)
+
+    first, second, third = (request.digest for request in provider.seen)
+    assert "home-city" in first
+    assert "allergy" not in first
+    assert "allergy" in second  # written since the last pass
+    assert "allergy" not in third  # muted for this agent since
+    assert "home-city" in third
+    assert third == digest_now()
 
 
 def test_an_invalid_operation_is_refused_and_the_rest_still_apply(tenant, person, conversation):
