@@ -26,7 +26,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from bench.harness import Result, measure, print_table, search_texts_embedded_exactly, warm_embedder
+from bench.harness import Result, measure, print_table, through_the_reference_session, warm_embedder
 
 NOTES = 1_000
 MESSAGES = 100_000
@@ -285,8 +285,8 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     def measure_profile(profile: str, *, keep: bool = True, beside_exact: bool = False) -> Result:
         """One profile's turns. With keep=False nothing is kept of the notes between turns (each reads
         every applicable note, as every turn did before memory.queries kept them per bank version).
-        With beside_exact every other turn embeds its message like a stored text, not by the 8-bit
-        search session: the two alternate, so a noisy machine weighs on both alike. Those turns are
+        With beside_exact every other turn embeds its message through the reference session, not the
+        8-bit one: the two alternate, so a noisy machine weighs on both alike. Those turns are
         the result's `exactly`; its layers are the other turns'."""
         if profile == "python":
             return measure_in_python()
@@ -298,7 +298,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
                 forget_kept_notes()
                 kept_banks.forget_kept()
             exact = beside_exact and i >= 0 and i % 2 == 1  # warm-up and first turns: the product's
-            with search_texts_embedded_exactly() if exact else nullcontext():
+            with through_the_reference_session() if exact else nullcontext():
                 result = compose(
                     team=team, agent=agent, person=person, conversation=own,
                     message=recorded[(i // 2 if beside_exact else i) % len(recorded)], scope=scope, profile=profile,
@@ -323,7 +323,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
             )
         if beside_exact:
             result.exactly = Result(  # type: ignore[attr-defined]
-                f"{name}, message embedded like a stored text (turns alternating with the row above)",
+                f"{name}, message embedded through the reference session (turns alternating with the row above)",
                 result.samples[1::2],
             )
             result.samples = result.samples[0::2]
@@ -364,8 +364,8 @@ def run(scratch_team_slug: str) -> None:
     print_table(
         "Turn composition (server-side, in process): memory_only is the in-run baseline of each size; "
         "'nothing kept' reads every applicable note, and its bank's rows and vectors, each turn, and searches the "
-        "pair in SQL (as before notes were kept per bank version and pairs per process); 'embedded like a stored "
-        "text' embeds the turn's message with the local model's reference session, not its 8-bit search session",
+        "pair in SQL (as before notes were kept per bank version and pairs per process); 'through the reference "
+        "session' embeds the turn's message with the local model's reference session (float), not its 8-bit one",
         [
             row
             for _, baseline, whole, unkept, exactly, _ in measured

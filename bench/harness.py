@@ -87,19 +87,19 @@ def warm_embedder() -> None:
 
 
 @contextmanager
-def search_texts_embedded_exactly() -> Iterator[None]:
-    """The in-run baseline of the local model's 8-bit search session (memory.embedders.LocalMiniLM):
-    within this block search texts go through the reference session, as they all did before it.
-    Other embedders have one session; for them the block changes nothing."""
+def through_the_reference_session() -> Iterator[None]:
+    """The in-run baseline of the local model's 8-bit session (memory.embedders.LocalMiniLM): within
+    this block every text it embeds goes through the reference session (the shipped graph, in
+    float). Other embedders have one session; for them the block changes nothing."""
     from memory.embedders import get_embedder
 
     embedder = get_embedder()
-    quick = getattr(embedder, "quick_queries", None)
+    quick = getattr(embedder, "quick", None)
     if quick is None:
         yield
         return
-    embedder.quick_queries = False  # type: ignore[union-attr]
+    embedder.quick = False  # type: ignore[union-attr]
     try:
         yield
     finally:
-        embedder.quick_queries = quick  # type: ignore[union-attr]
+        embedder.quick = quick  # type: ignore[union-attr]

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from bench.harness import Result, print_table, search_texts_embedded_exactly, use_embedder
+from bench.harness import Result, print_table, through_the_reference_session, use_embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 HIT_KS = (1, 4, 5, 10)
@@ -298,7 +298,7 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False, exact_quer
 
     The ablation rows reuse the query vectors the product row computed (the same text gives the
     same vector), so the run stays short; their latency is not reported. exact_queries: the query
-    embedded by the local model's reference session, not its 8-bit search session."""
+    embedded by the local model's reference session (float), not its 8-bit one (which stored the turns)."""
 
     def make(item: Loaded):
         from unittest import mock
@@ -315,7 +315,7 @@ def ranked_search(ranking: Any, *, reuse_query_vectors: bool = False, exact_quer
 
         def search(query: str) -> list[str]:
             if exact_queries:
-                with search_texts_embedded_exactly():
+                with through_the_reference_session():
                     found = rank_messages(
                         agent=item.agent, person=item.person, query=query, limit=LIMIT, ranking=ranking
                     )
@@ -350,14 +350,14 @@ def retrievers() -> tuple[dict[str, Any], list[str]]:
         name = f"{PRODUCT} without {label}"
         found[name] = ranked_search(without, reuse_query_vectors=True)
         ablations.append(name)
-    exact = f"{PRODUCT} without the 8-bit search session (questions embedded like stored texts)"
+    exact = f"{PRODUCT}, questions through the reference session (float; turns stored through the 8-bit one)"
     found[exact] = ranked_search(DEFAULT_RANKING, exact_queries=True)
     ablations.append(exact)
     return found, ablations
 
 
 PRODUCT = "rank_messages"
-REFERENCE_QUERIES = f"{PRODUCT}, the query embedded like a stored text (before the 8-bit search session)"
+REFERENCE_QUERIES = f"{PRODUCT}, the query through the reference session (float)"
 COLUMNS = ["n"] + [f"hit@{k}" for k in HIT_KS] + [f"recall@{k}" for k in RECALL_KS]
 
 
@@ -526,7 +526,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     questions = [q.text for index, item in enumerate(loaded) if half_of(index) == "test" for q in item.sample.questions]
     questions = questions[:SCALE_QUESTIONS]
     in_sql_name = f"{PRODUCT}, in SQL (nothing kept of the pair, as before)"
-    before = f"{PRODUCT}, exact throughout (before)"  # and its query embedded like a stored text, as before
+    before = f"{PRODUCT}, exact throughout (before)"  # and its query through the reference session
     variants = {
         "words only": (replace(DEFAULT_RANKING, meaning=False), False),
         "vectors only": (replace(DEFAULT_RANKING, words=False), False),
@@ -572,7 +572,7 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     for name, (ranking, exact) in tqdm(variants.items(), desc="variants at 100,000 messages", leave=False):
         with (
             override_settings(**variant_settings(exact)),
-            search_texts_embedded_exactly() if name in (REFERENCE_QUERIES, before) else nullcontext(),
+            through_the_reference_session() if name in (REFERENCE_QUERIES, before) else nullcontext(),
         ):
             for question in questions[:5]:
                 rank_messages(agent=agent, person=person, query=question, limit=LIMIT, ranking=ranking)
@@ -636,9 +636,9 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
         f"embedding the query alone ({embedder.model})",
         [_timed(lambda q=question: embedder.embed_query(q)) for question in questions],
     )
-    with search_texts_embedded_exactly():
+    with through_the_reference_session():
         embedding_exactly = Result(
-            f"embedding the query alone, like a stored text ({embedder.model}, before)",
+            f"embedding the query alone, through the reference session ({embedder.model}, float)",
             [_timed(lambda q=question: embedder.embed_query(q)) for question in questions],
         )
     rows: list[tuple[Result, Result | None]] = [(results[before], None)]

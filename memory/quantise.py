@@ -1,4 +1,4 @@
-"""Build the 8-bit copy of an ONNX text model that embeds search texts (memory.embedders.LocalMiniLM).
+"""Build the 8-bit copy of an ONNX text model that embeds texts (memory.embedders.LocalMiniLM).
 
 Run as a script of its own (`python memory/quantise.py SOURCE TARGET`), in a process of its own:
 building takes about 2 seconds and half a gigabyte at its peak, which a web process should not
