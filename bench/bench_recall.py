@@ -388,7 +388,8 @@ def ablation(team: Any, banks: dict[str, Bank], content_vectors: np.ndarray, que
             )
     print(
         "\nThe int8 model is not ablated: no fp32 all-MiniLM-L6-v2 runs here without torch (its vectors agree "
-        "with the fp32 ones to cosine 0.9996 on the embedder's own check)."
+        "with the fp32 ones to cosine 0.9996 on the embedder's own check). Every text here went through its 8-bit "
+        "session, whose vectors agree with its float session's to a cosine of about 0.99 (memory.embedders)."
     )
 
 
