@@ -14,7 +14,8 @@ from curator.schemas import ConsolidationPlan, CuratorPlan, Drop, ForgetOp, Merg
 from curator.services import consolidate_bank, curate_conversation
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
-from memory.services import Actor, get_or_create_bank, remember, update_bank_settings
+from memory.queries import build_digest
+from memory.services import Actor, get_or_create_bank, mute_category, remember, update_bank_settings
 from tests.factories import chat, note_fields
 
 pytestmark = pytest.mark.django_db
@@ -46,9 +47,6 @@ def test_a_pass_applies_operations_as_the_curator_and_moves_the_watermark(tenant
 
 
 def test_each_pass_is_given_the_digest_the_agents_turns_show_as_it_stands_then(tenant, person, conversation, actor):
-    from memory.queries import build_digest
-    from memory.services import mute_category
-
     def digest_now() -> str:
         return build_digest(team=tenant.team, person=person, agent=tenant.agent).text
 
