@@ -227,3 +227,39 @@ def test_the_digest_makes_as_many_queries_for_30_rows_as_for_3(
 
     assert len(digest.entries) == min(3 * rows, 40)  # DIGEST_LIMIT
     assert [bank.address for bank in digest.full_banks] == ["user:ada"]
+
+
+# --- the write path ----------------------------------------------------------------------------
+
+# An upsert of an existing key (memory.services.notes._upsert), in the order the write sends them:
+UPSERT = (
+    2  # SAVEPOINT / RELEASE: the write's atomic block (BEGIN and COMMIT in production)
+    + 1  # the bank, locked (SELECT ... FOR UPDATE of its row only)
+    + 1  # the note, by its key
+    + 1  # UPDATE of the changed fields, its repetitions and updated_at (with its language)
+    + 1  # INSERT of the revision, with the bank's version raised in the same statement
+)
+
+
+@pytest.mark.parametrize("rows", ROWS)
+def test_an_upsert_makes_as_many_queries_in_a_bank_of_30_notes_as_of_3(
+    tenant, person, actor, rows, django_assert_num_queries
+):
+    for i in range(rows):
+        remember(team=tenant.team, person=person, actor=actor, **note_fields(key=f"fact-{i}"))
+    bank = Bank.objects.get(team=tenant.team, address="user:ada")
+
+    with django_assert_num_queries(UPSERT) as captured:
+        result = remember(
+            team=tenant.team, person=person, actor=actor, **note_fields(key="fact-1", content="Ada moved to Bergen.")
+        )
+
+    assert result.action == "updated"
+    assert Bank.objects.get(pk=bank.pk).version == bank.version + 1  # what kept the bank's notes is told, once
+    revision = bank.revisions.get(note_key="fact-1", action="update")
+    assert (revision.before["content"], revision.after["content"]) == ("Ada lives in Oslo.", "Ada moved to Bergen.")
+    assert revision.created_at is not None
+    assert revision.person_id == person.pk
+    update = next(q["sql"] for q in captured.captured_queries if q["sql"].startswith('UPDATE "memory_note"'))
+    assert '"content"' in update
+    assert '"description"' not in update  # only what changed is written

@@ -161,7 +161,7 @@ def _upsert(
         for name, value in changed.items():
             setattr(existing, name, value)
         existing.updated_at = now
-        existing.save()
+        existing.save(update_fields=[*changed, "repetitions", "updated_at"])
         indexing.schedule(existing.pk)
         _log(
             bank,
