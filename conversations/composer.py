@@ -95,6 +95,9 @@ class Composition:
     notes_used: list[int]
     passages_used: list[int]
     timings_ms: dict[str, float] = field(default_factory=dict)  # where the time went, per layer
+    # The vector of the message's text this turn computed (memory.vectors.embed_query), when it was
+    # ready by the end of the turn; None otherwise (no embedder, an empty text, or it failed).
+    message_vector: Any = None
 
     @property
     def prefix_chars(self) -> int:
@@ -383,6 +386,13 @@ class _Composer:
             rows = cursor.fetchall()
         return _merge_roles(rows)
 
+    def _message_vector(self) -> Any:
+        """The message's vector if the turn has it already: never waited for here."""
+        if self._vector is None or not self._vector.done() or self._vector.exception() is not None:
+            return None
+        vector, _ = self._vector.result()
+        return vector
+
     def compose(self) -> Composition:
         self._clock = time.perf_counter()
         lap = self._lap
@@ -463,6 +473,7 @@ class _Composer:
             notes_used=self.notes_used,
             passages_used=passages_used,
             timings_ms={layer: round(ms, 3) for layer, ms in self.timings.items()},
+            message_vector=self._message_vector(),
         )
         assert composition.prefix_chars <= self.ceiling, composition.costs
         return composition

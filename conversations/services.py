@@ -25,6 +25,7 @@ from conversations.exceptions import ConversationNotFound, InvalidMessage, Messa
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
 from memory import vectors
+from memory.embedders import get_embedder
 from memory.language import text_search_config
 from memory.models import Read
 from memory.queries import TurnContext
@@ -83,11 +84,14 @@ def record_message(
     content: str,
     created_at: datetime | None = None,
     external_id: str = "",
+    embed: bool = True,
 ) -> Message:
-    """Append a message; the conversation row is locked so orders never collide."""
+    """Append a message; the conversation row is locked so orders never collide. embed=False: the
+    caller gives it its vector (take_turn), or queues it for embedding, itself."""
     _, message = _record(
-        _BY_ID, {"id": conversation.pk}, role=role, content=content, created_at=created_at, external_id=external_id
-    )
+        _BY_ID, {"id": conversation.pk}, role=role, content=content, created_at=created_at,
+        external_id=external_id, embed=embed,
+    )  # fmt: skip
     if message is None:
         raise Conversation.DoesNotExist(f"Conversation {conversation.pk} does not exist.")
     conversation.chars_since_curation = message.conversation.chars_since_curation
@@ -114,6 +118,7 @@ def _record(
     content: str,
     created_at: datetime | None = None,
     external_id: str = "",
+    embed: bool = True,
 ) -> tuple[Conversation | None, Message | None]:
     """Record a message in the conversation `where` names: (the conversation as it is now, with its
     counts updated; the message), or (None, None) when it names none."""
@@ -156,7 +161,8 @@ def _record(
     )
     message._state.adding = False
     message._state.db = connection.alias
-    MESSAGES.schedule(message.pk)  # embedded after commit, for the meaning half of search_messages
+    if embed:
+        MESSAGES.schedule(message.pk)  # embedded after commit, for the meaning half of search_messages
     return conversation, message
 
 
@@ -402,13 +408,16 @@ def record_turn_message(
     *, team: Team, agent: Agent, person: Person, conversation_id: int | None, content: str
 ) -> tuple[Conversation, Message]:
     """The person's message of a turn, recorded in the conversation conversation_for would choose.
-    A conversation named by id is found and written in one round trip (no lookup first)."""
+    A conversation named by id is found and written in one round trip (no lookup first). Not
+    queued for embedding: take_turn gives it a vector (_embed_turn_message)."""
     if conversation_id is None:
         with transaction.atomic():
             conversation = conversation_for(team=team, agent=agent, person=person, conversation_id=None)
-            return conversation, record_message(conversation=conversation, role=Message.Role.USER, content=content)
+            return conversation, record_message(
+                conversation=conversation, role=Message.Role.USER, content=content, embed=False
+            )
     participants = {"id": conversation_id, "team": agent.team_id, "agent": agent.pk, "person": person.pk}
-    found, recorded = _record(_BY_PARTICIPANTS, participants, role=Message.Role.USER, content=content)
+    found, recorded = _record(_BY_PARTICIPANTS, participants, role=Message.Role.USER, content=content, embed=False)
     if found is None or recorded is None:
         raise ConversationNotFound(
             f"No conversation {conversation_id} between this agent and person.", field="conversation"
@@ -439,10 +448,15 @@ def take_turn(
         team=team, agent=agent, person=person, conversation_id=conversation_id, content=message
     )
     started = perf_counter()
-    composition = compose(
-        team=team, agent=agent, person=person, conversation=conversation, message=recorded,
-        scope=scope, context=context, profile=profile, persona=persona,
-    )  # fmt: skip
+    try:
+        composition = compose(
+            team=team, agent=agent, person=person, conversation=conversation, message=recorded,
+            scope=scope, context=context, profile=profile, persona=persona,
+        )  # fmt: skip
+    except BaseException:
+        MESSAGES.schedule(recorded.pk)  # no turn, but the message stays: embedded like any other
+        raise
+    _embed_turn_message(recorded, composition.message_vector)
     turn = Turn.objects.create(
         team=team,
         conversation=conversation,
@@ -454,6 +468,17 @@ def take_turn(
     )
     record_turn_read(turn=turn, agent=agent, person=person, composition=composition, started=started)
     return TurnResult(turn=turn, composition=composition)
+
+
+def _embed_turn_message(message: Message, vector: Any) -> None:
+    """The turn's message keeps the vector its composer computed for it when the embedder embeds a
+    search text as it embeds a stored one (Embedder.symmetric): stored after the response, and the
+    worker is spared embedding the same text again. Otherwise it is queued like any message."""
+    embedder = get_embedder()
+    if vector is not None and embedder is not None and embedder.symmetric:
+        MESSAGES.store_computed(message, vector)
+    else:
+        MESSAGES.schedule(message.pk)
 
 
 def record_turn_read(*, turn: Turn, agent: Agent, person: Person, composition: Composition, started: float) -> None:

@@ -46,6 +46,9 @@ class Embedder(Protocol):
     # When it last returned vectors (time.monotonic()), 0.0 before that: whoever remembers a
     # failure of this embedder can tell whether it has answered since.
     answered_at: float
+    # True when embed_query(text) is embed([text])[0]: a search text's vector is also the vector
+    # that text would be stored with (a turn's message keeps the one its composer computed).
+    symmetric: bool
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """The vectors of texts to be stored and found (notes, messages): an array of shape
@@ -93,6 +96,7 @@ class LocalMiniLM:
     model = "all-minilm-l6-v2-int8"
     dim = 384
     answered_at = 0.0
+    symmetric = True
 
     def __init__(self, *, threads: int = 1, max_tokens: int = 256, quick: bool = True) -> None:
         # Imported here: onnxruntime and the model take a second to load, and only this embedder needs them.
@@ -276,6 +280,7 @@ class HashingEmbedder:
         self.dim = dim
         self.model = f"hashing-v1-{dim}"
         self.answered_at = 0.0
+        self.symmetric = True
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -300,6 +305,7 @@ class OpenAIEmbedder:
         self.model = model
         self.dim = dim
         self.answered_at = 0.0
+        self.symmetric = True  # one endpoint for both
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout)
 
@@ -351,6 +357,7 @@ class MultilingualE5:
 
     dim = 384
     answered_at = 0.0
+    symmetric = False  # a query is embedded with its own prefix
 
     def __init__(self, *, threads: int = 1, batch_size: int = 32) -> None:
         # Imported here: only this embedder needs it (an optional dependency, the extra "e5").

@@ -159,6 +159,18 @@ class IndexedModel:
             batch = pks[start : start + batch_size]
             transaction.on_commit(lambda batch=batch: dispatch(self, batch), robust=True)  # type: ignore[misc]
 
+    def store_computed(self, row: models.Model, vector: np.ndarray) -> None:
+        """Give `row` a vector already computed from its present text by the configured embedder
+        (a turn's message, which its composer embedded as a search text: Embedder.symmetric), in
+        place of queueing it for a task to embed again. Stored after the response (send_outbox),
+        or at once outside a request, by store_all_if_current; a row that could not be stored so
+        is queued for its task, and a process that dies first leaves it to the reconciler."""
+        if not getattr(_serving, "request", False):
+            _store_computed(self, [(row, vector)])
+            return
+        with _outbox_lock:
+            _computed.setdefault(self.label, (self, []))[1].append((row, vector))
+
     def index(self, ids: Iterable[int], embedder: Embedder | None = None) -> int:
         """Embed the given rows that need it, in one batch; safe to run twice. Returns how many
         vectors were stored.
@@ -483,6 +495,8 @@ DISPATCH_CHUNK = 256  # rows per task
 
 _serving = threading.local()  # .request: this thread is serving a request (between its signals)
 _outbox: dict[str, tuple[IndexedModel, list[int]]] = {}
+# Rows whose vectors this process computed already (IndexedModel.store_computed), stored on send.
+_computed: dict[str, tuple[IndexedModel, list[tuple[models.Model, np.ndarray]]]] = {}
 _outbox_lock = threading.Lock()
 
 
@@ -498,6 +512,11 @@ def send_outbox(**_signal: Any) -> int:
     cannot be queued is logged, and the reconciler embeds its rows later.
     """
     _serving.request = False
+    with _outbox_lock:
+        computed = list(_computed.values())
+        _computed.clear()
+    for indexed, given in computed:
+        _store_computed(indexed, given)
     with _outbox_lock:
         waiting = list(_outbox.values())
         _outbox.clear()
@@ -517,6 +536,34 @@ def send_outbox(**_signal: Any) -> int:
             else:
                 sent += len(chunk)
     return sent
+
+
+def _store_computed(indexed: IndexedModel, given: list[tuple[models.Model, np.ndarray]]) -> None:
+    """Store vectors this process computed (IndexedModel.store_computed). When any is not stored
+    (a row locked, changed or gone, or the database failed), the rows are queued for the model's
+    task, which embeds only those still without a current vector. Never raises."""
+    embedder = get_embedder()
+    rows = [row for row, _ in given]
+    try:
+        if embedder is None:
+            return
+        stored = indexed.store_all_if_current(
+            rows, vectors=np.stack([vector for _, vector in given]), embedder=embedder
+        )
+    except Exception:
+        logger.exception("%d %ss' vectors could not be stored; they are queued for embedding", len(rows), indexed.label)
+        stored = 0
+    if stored == len(rows):
+        return
+    missing = [row.pk for row in rows]  # the task embeds only those still without a current vector
+    try:
+        dispatch(indexed, missing)
+    except Exception:
+        logger.exception(
+            "%d %ss were not queued for embedding (the broker failed); the reconciler embeds them later",
+            len(missing),
+            indexed.label,
+        )
 
 
 def waiting_in_outbox() -> int:

@@ -198,7 +198,10 @@ def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
         + 1
         + COMPOSE
         + 1  # INSERT the turn, with its costs and the notes it used
-        # After the response is sent (request_finished), the retrieval audit writes its read:
+        # After the response is sent (request_finished): the message's vector, the one the
+        # composer computed for it, stored in one statement (the worker does not embed it again);
+        + 1
+        # then the retrieval audit writes its read:
         + 1  # the conversations of the turn's passages
         + 2  # SAVEPOINT / RELEASE: the audit's insert is atomic
         + 1  # INSERT the pending reads, all in one statement

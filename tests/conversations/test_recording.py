@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
+from django.db import DatabaseError
 
 from conversations.exceptions import ConversationNotFound
 from conversations.indexing import MESSAGES
-from conversations.models import Conversation, Message, MessageVector
-from conversations.services import record_agent_message, record_message, record_turn_message, start_conversation
-from memory.indexing import defer_dispatch, send_outbox, waiting_in_outbox
+from conversations.models import Conversation, Message, MessageVector, Turn
+from conversations.services import (
+    record_agent_message,
+    record_message,
+    record_turn_message,
+    start_conversation,
+    take_turn,
+)
+from memory.embedders import get_embedder
+from memory.indexing import IndexedModel, defer_dispatch, send_outbox, waiting_in_outbox
 from tests.concurrency import OpenTransaction, commit_once_blocked
 from tests.factories import AgentFactory, PersonFactory
 
@@ -142,3 +151,62 @@ def test_with_the_broker_down_a_message_is_recorded_and_embedded_by_the_reconcil
     assert not MessageVector.objects.filter(message=message).exists()
     assert MESSAGES.reconcile().indexed == 1
     assert MessageVector.objects.filter(message=message).exists()
+
+
+def take_a_turn(tenant, conversation, message: str) -> Message:
+    answer = tenant.client.post(
+        "/api/v1/turns", {"person": "ada", "conversation": conversation.pk, "message": message}, format="json"
+    )
+    assert answer.status_code == 201, answer.json()
+    return Turn.objects.select_related("message").get(pk=answer.json()["turn"]).message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_s_message_keeps_the_vector_its_composer_computed_and_queues_no_task(tenant, conversation, mocker):
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    message = take_a_turn(tenant, conversation, "Where did I leave the lighthouse keys?")
+
+    # Stored after the response (request_finished), from the vector the turn embedded its message
+    # with: the worker is not asked to embed the same text again.
+    dispatch.assert_not_called()
+    assert waiting_in_outbox() == 0
+    stored = MessageVector.objects.get(message=message)
+    expected = get_embedder().embed([message.content])[0]
+    assert stored.model == get_embedder().model
+    np.testing.assert_allclose(np.asarray(stored.embedding), expected, atol=1e-6)
+    assert MESSAGES.stale(rows=Message.objects.filter(pk=message.pk)).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_an_embedder_that_embeds_queries_its_own_way_a_turn_s_message_is_queued(tenant, conversation, mocker):
+    mocker.patch.object(get_embedder(), "symmetric", False)  # as multilingual-e5's "query: " prefix
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    message = take_a_turn(tenant, conversation, "Where did I leave the lighthouse keys?")
+
+    dispatch.assert_called_once_with(MESSAGES, [message.pk])
+    assert not MessageVector.objects.filter(message=message).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_s_message_whose_vector_cannot_be_stored_is_queued_and_logged(tenant, conversation, mocker, caplog):
+    mocker.patch.object(IndexedModel, "store_all_if_current", side_effect=DatabaseError("connection lost"))
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    with caplog.at_level(logging.ERROR, logger="memory.indexing"):
+        message = take_a_turn(tenant, conversation, "Where did I leave the lighthouse keys?")
+
+    assert "1 messages' vectors could not be stored; they are queued for embedding" in caplog.text
+    dispatch.assert_called_once_with(MESSAGES, [message.pk])
+    assert not MessageVector.objects.filter(message=message).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_that_fails_to_compose_leaves_its_message_queued_for_embedding(tenant, person, conversation, mocker):
+    mocker.patch("conversations.services.compose", side_effect=RuntimeError("the composer broke"))
+    dispatch = mocker.patch("memory.indexing.dispatch")
+    with pytest.raises(RuntimeError, match="the composer broke"):
+        take_turn(
+            team=tenant.team, agent=tenant.agent, person=person, message="Hello?", conversation_id=conversation.pk
+        )
+
+    message = Message.objects.get(conversation=conversation)  # recorded before composing, and kept
+    dispatch.assert_called_once_with(MESSAGES, [message.pk])
