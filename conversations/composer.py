@@ -29,7 +29,7 @@ from memory import vectors
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
 from memory.models import CONTENT_MAX
-from memory.queries import TurnContext, TurnNote, note_contents, turn_notes
+from memory.queries import KeptContents, TurnContext, TurnNote, note_contents, turn_notes
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ class _Composer:
                     return Block("notes", text, ["digest_cut"])
                 if lost:
                     self.degraded.append("ordering")
-                return self._full_notes(found.notes, text, room, allowed)
+                return self._full_notes(found.notes, found.contents, text, room, allowed)
         except DatabaseError as exc:
             logger.warning("memory read failed while composing turn for %s: %s", self.person, exc)
             if settings.COMPOSER_MEMORY_FAILURE == "fail":
@@ -269,16 +269,20 @@ class _Composer:
             self.degraded.append("notes")
             return Block("notes", budget.cut(MEMORY_UNAVAILABLE_NOTICE, allowed), ["memory_unavailable"])
 
-    def _full_notes(self, candidates: list[TurnNote], digest: str, room: int, allowed: int) -> Block:
+    def _full_notes(
+        self, candidates: list[TurnNote], kept: KeptContents, digest: str, room: int, allowed: int
+    ) -> Block:
         """The digest, then the full text of the best-ranked notes that fit. Chosen from each note's
-        line length alone; only the content of the notes that fit is read."""
+        line length alone; only the content of the notes that fit is read (unless kept: `kept`)."""
         flags = [f"over_cap:{c.key}" for c in candidates if c.content_chars > CONTENT_MAX]
         body = f"{digest}\n{NOTES_HEADER}"
         packing = budget.pack_lines(len(body), [_line_chars(c) for c in candidates], allowed)
         chosen = [candidates[index] for index in packing.taken]
-        contents = note_contents(team=self.team, ids=[c.pk for c in chosen])
+        contents = kept.read(team=self.team, ids=[c.pk for c in chosen])
         lines = [_note_line(c.key, contents.get(c.pk, "")) for c in chosen]
-        if [len(line) for line in lines] != [_line_chars(c) for c in chosen]:
+        if [len(line) for line in lines] == [_line_chars(c) for c in chosen]:
+            kept.keep({c.pk: contents[c.pk] for c in chosen if c.pk in contents})
+        else:
             # A length the database computed differs from the line rendered here (a note changed
             # between the two reads): decide again from the lines themselves.
             logger.warning("note line lengths disagreed while composing turn for %s; packing again", self.person)

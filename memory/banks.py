@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db import connection
 
-from accounts.models import Person, Team
+from accounts.models import Agent, Person, Team
 from memory.exceptions import InvalidNote
-from memory.models import Bank
+from memory.models import Bank, CategoryMute
 
 
 def bank_id_for(kind: str, person: Person | None, scope: str) -> str:
@@ -31,16 +31,32 @@ def bank_kind_for(which: str, scope: str) -> str:
 
 def applicable_banks(*, team: Team, person: Person, scope: str) -> list[Bank]:
     """Existing banks a turn for this person in this scope reads, narrowest first."""
+    return applicable_banks_and_mutes(team=team, person=person, scope=scope, agent=None)[0]
+
+
+def applicable_banks_and_mutes(
+    *, team: Team, person: Person, scope: str, agent: Agent | None
+) -> tuple[list[Bank], frozenset[str]]:
+    """applicable_banks, and the categories the person muted for `agent` (none without one), read
+    in the same round trip: recall needs both every time."""
     wanted = [bank_id_for(Bank.Kind.GLOBAL, person, "")]
     if scope:
         wanted = [bank_id_for(Bank.Kind.PRIVATE, person, scope), bank_id_for(Bank.Kind.SHARED, None, scope), *wanted]
+    banks = _BANKS.format(columns=", ".join(map(connection.ops.quote_name, _BANK_FIELDS)))
+    muted: frozenset[str] = frozenset()
     with connection.cursor() as cursor:
-        cursor.execute(
-            _BANKS.format(columns=", ".join(map(connection.ops.quote_name, _BANK_FIELDS))), [team.pk, wanted]
-        )
-        found = (Bank.from_db(connection.alias, _BANK_FIELDS, row) for row in cursor.fetchall())
-        by_id = {bank.address: bank for bank in found}
-    return [by_id[address] for address in wanted if address in by_id]
+        if agent is None:
+            cursor.execute(banks, [team.pk, wanted])
+            rows = cursor.fetchall()
+        else:
+            # Two statements, one round trip (Django's psycopg cursors bind parameters client-side).
+            cursor.execute(f"{banks}; {_MUTES}", [team.pk, wanted, team.pk, person.pk, agent.pk])
+            rows = cursor.fetchall()
+            cursor.nextset()
+            muted = frozenset(category for (category,) in cursor.fetchall())
+    found = (Bank.from_db(connection.alias, _BANK_FIELDS, row) for row in rows)
+    by_id = {bank.address: bank for bank in found}
+    return [by_id[address] for address in wanted if address in by_id], muted
 
 
 # Read by hand-written SQL: a turn and a recall read the banks every time, and compiling the
@@ -48,3 +64,4 @@ def applicable_banks(*, team: Team, person: Person, scope: str) -> list[Bank]:
 # tests/test_raw_reads.py checks it, as from_db would not.)
 _BANK_FIELDS = [field.attname for field in Bank._meta.concrete_fields]
 _BANKS = f"SELECT {{columns}} FROM {Bank._meta.db_table} WHERE team_id = %s AND address = ANY(%s::text[])"
+_MUTES = f"SELECT category FROM {CategoryMute._meta.db_table} WHERE team_id = %s AND person_id = %s AND agent_id = %s"

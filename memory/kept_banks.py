@@ -20,17 +20,14 @@ from datetime import datetime
 from typing import Any, NamedTuple, cast
 
 import numpy as np
-from django.db import connection, connections
-from django.db.models import TextField
-from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from memory.banks import applicable_banks
+from memory.banks import applicable_banks_and_mutes
 from memory.indexing import NOTES, namespace_for, unit_from_binary
 from memory.language import ENGLISH
-from memory.models import Bank, CategoryMute, Note, NoteVector, OntologyNode
+from memory.models import Bank, Note, NoteVector, OntologyNode
 from memory.queries import TurnContext, scope_refs_match
 from memory.text import tokens
 from memory.validation import check_scope_refs, validate_scope
@@ -90,11 +87,13 @@ class KeptBank:
     taking over what it kept of the notes no write touched since (by each row's version: `marks`)."""
 
     def __init__(self, *, version: int, rows: list[Candidate], categories: list[str], known: dict[int, Terms],
-                 expiries: list[datetime | None], marks: list[str]) -> None:  # fmt: skip
+                 expiries: list[datetime | None], marks: list[str],
+                 texts: dict[int, tuple[str, str, str]] | None = None) -> None:  # fmt: skip
         self.version = version
         self.rows = rows
         self.categories = categories
         self._known = known  # the words of rows taken over from an earlier version, by row
+        self._texts = texts or {}  # the text of rows read with it (key, description, content), by id
         self._terms: list[Terms] | None = None
         self.expiries = expiries
         self.marks = marks  # each row's version (its xmin and updated_at): unchanged, it is taken over
@@ -117,12 +116,14 @@ class KeptBank:
             # both find it missing read the same words, and either's list is kept.
             known = self._known
             missing = [index for index in range(len(self.rows)) if index not in known]
-            read = dict(zip(missing, text_terms([self.rows[index] for index in missing]), strict=True))
+            found = [self.rows[index] for index in missing]
+            read = dict(zip(missing, text_terms(found, texts=self._texts), strict=True))
             terms = [known[index] if index in known else read[index] for index in range(len(self.rows))]
             with self.lock:
                 if self._terms is None:
                     self._terms = terms
                     self._known = {}
+                    self._texts = {}
                 terms = self._terms
         return terms
 
@@ -145,7 +146,6 @@ class KeptBank:
 
 KEPT_NOTES = 20_000  # notes of kept banks a process holds at most (a 1,000-note bank: some 3 MB)
 _kept_banks: OrderedDict[int, KeptBank] = OrderedDict()
-_kept_mutes: OrderedDict[tuple[Any, ...], frozenset[str]] = OrderedDict()
 _kept_lock = threading.Lock()
 
 
@@ -155,70 +155,64 @@ def forget_kept_banks(bank_ids: Iterable[int]) -> None:
     with _kept_lock:
         for bank_id in bank_ids:
             _kept_banks.pop(bank_id, None)
-        _kept_mutes.clear()
 
 
 def forget_kept() -> None:
     """Drop everything recall keeps (tests, and a benchmark's cold recall)."""
     with _kept_lock:
         _kept_banks.clear()
-        _kept_mutes.clear()
 
 
-# Each live note of a bank with its row's version: the xmin of the row (the transaction that last
-# wrote it) and its updated_at (for two writes of one row in one transaction).
-_MARK = "xmin::text || ' ' || updated_at::text"
-_MARKS = f"""
-SELECT id, {_MARK} FROM {{note}}
-WHERE team_id = %(team)s AND bank_id = %(bank)s AND (expires_at IS NULL OR expires_at > %(now)s)
+# Each live note of a bank with its row's version (the xmin of the row: the transaction that last
+# wrote it, and its updated_at: for two writes of one row in one transaction), and the columns
+# recall keeps of the notes whose version is not the one an earlier read of the bank had (every
+# note, without one): one statement. The hash is NOTES.text_hash's, computed by Postgres (as
+# memory.indexing's store does). A refresh also reads the text of the notes written since, for
+# their words: only a few, where a first read (the composer's, which needs no words) would read all.
+_READ = """
+SELECT n.id, m.mark, f.*
+FROM {note} n
+CROSS JOIN LATERAL (SELECT n.xmin::text || ' ' || n.updated_at::text AS mark) m
+LEFT JOIN unnest(%(ids)s::bigint[], %(marks)s::text[]) AS k(id, mark) ON k.id = n.id
+LEFT JOIN LATERAL (
+    SELECT n.key, n.scope_refs::text, n.semantics::text, n.updated_at,
+           encode(sha256(convert_to(concat_ws(E'\\n', n.key, n.description, n.content), 'UTF8')), 'hex'),
+           n.language, n.category, n.expires_at,
+           CASE WHEN %(texts)s THEN n.description END, CASE WHEN %(texts)s THEN n.content END
+    WHERE k.mark IS DISTINCT FROM m.mark
+) f ON true
+WHERE n.team_id = %(team)s AND n.bank_id = %(bank)s AND (n.expires_at IS NULL OR n.expires_at > %(now)s)
+ORDER BY n.id
 """
 
 
 def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) -> KeptBank:
-    """The bank at its present version: its notes' versions first, then only the notes written
-    since `earlier` was read (every note, without one)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_MARKS.format(note=Note._meta.db_table), {"team": team.pk, "bank": bank.pk, "now": now})
-        marks = cursor.fetchall()
-    place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
-    same = {
-        pk: at
-        for pk, mark in marks
-        if (at := place.get(pk)) is not None and earlier is not None and earlier.marks[at] == mark
+    """The bank at its present version, in one round trip: its notes' versions, and the rows of
+    the notes written since `earlier` was read (every note's, without one)."""
+    params: dict[str, Any] = {
+        "team": team.pk,
+        "bank": bank.pk,
+        "now": now,
+        "ids": [row.pk for row in earlier.rows] if earlier is not None else [],
+        "marks": earlier.marks if earlier is not None else [],
+        "texts": earlier is not None,
     }
-    fresh: dict[int, tuple[Candidate, str, datetime | None, str]] = {}
-    if len(same) < len(marks):
-        rows = (
-            Note.objects.filter(team=team, bank_id=bank.pk, pk__in=[pk for pk, _ in marks if pk not in same])
-            .live(now)
-            .annotate(
-                text_hash=NOTES.sql_text_hash(),
-                refs=Cast("scope_refs", TextField()),
-                tags=Cast("semantics", TextField()),
-                mark=RawSQL(_MARK, ()),
-            )
-            .order_by()
-            .values_list(
-                "pk", "key", "refs", "tags", "updated_at", "text_hash", "language", "category", "expires_at", "mark"
-            )
-        )
-        # The ORM's own SQL, its rows read straight from the cursor: per-row converters and JSON
-        # decoding cost more than the query itself at a thousand rows, and most notes have no refs or tags.
-        with connections[rows.db].cursor() as cursor:
-            cursor.execute(*rows.query.sql_with_params())
-            for pk, key, refs, tags, updated_at, text_hash, language, category, expires_at, mark in cursor.fetchall():
-                row = Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
-                fresh[pk] = (row, category, expires_at, mark)
+    with connection.cursor() as cursor:
+        cursor.execute(_READ.format(note=Note._meta.db_table), params)
+        found = cursor.fetchall()
+    place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
     rows_out: list[Candidate] = []
     categories: list[str] = []
     known: dict[int, Terms] = {}  # the words an earlier version had read, by row here
     earlier_terms = earlier._terms if earlier is not None else None
     expiries: list[datetime | None] = []
     kept_marks: list[str] = []
+    texts: dict[int, tuple[str, str, str]] = {}  # of the notes written since `earlier`, by id
     taken: list[tuple[int, int]] = []  # (row here, row in earlier) of each note taken over
-    for pk, _ in marks:
-        at = same.get(pk)
-        if at is not None and earlier is not None:
+    for pk, mark, key, refs, tags, updated_at, text_hash, language, category, expires_at, described, content in found:
+        if key is None:  # the version `earlier` has: taken over
+            assert earlier is not None
+            at = place[pk]
             taken.append((len(rows_out), at))
             rows_out.append(earlier.rows[at])
             categories.append(earlier.categories[at])
@@ -227,16 +221,20 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
             elif at in earlier._known:
                 known[len(rows_out) - 1] = earlier._known[at]
             expiries.append(earlier.expiries[at])
-            kept_marks.append(earlier.marks[at])
-        elif pk in fresh:  # not deleted between the two reads
-            row, category, expires_at, mark = fresh[pk]
-            rows_out.append(row)
+        else:
+            # Most notes have no refs or tags: their JSON is decoded only when there is some.
+            rows_out.append(
+                Candidate(pk, bank.pk, key, _json(refs, {}), _json(tags, []), updated_at, text_hash, language)
+            )
             categories.append(category)
             expiries.append(expires_at)
-            kept_marks.append(mark)
+            if content is not None:
+                texts[pk] = (key, described, content)
+        kept_marks.append(mark)
     kept = KeptBank(
-        version=bank.version, rows=rows_out, categories=categories, known=known, expiries=expiries, marks=kept_marks
-    )
+        version=bank.version, rows=rows_out, categories=categories, known=known, expiries=expiries,
+        marks=kept_marks, texts=texts,
+    )  # fmt: skip
     if earlier is not None and taken:
         _carry_vectors(earlier, kept, taken)
     return kept
@@ -280,26 +278,6 @@ def _bound(in_use: set[int]) -> None:
                 held -= len(_kept_banks.pop(bank_id).rows)
 
 
-def _muted(team: Team, person: Person, agent: Agent | None, banks: list[Bank]) -> frozenset[str]:
-    """The categories hidden from this agent in this person's reads. The banks a person reads are
-    theirs or shared (no one's), so only the person's own mutes apply (Note.unmuted_for); a mute
-    raises the versions of every bank its person reads, so the mutes are kept for those versions."""
-    if agent is None:
-        return frozenset()
-    where = (team.pk, person.pk, agent.pk, tuple((bank.pk, bank.version) for bank in banks))
-    with _kept_lock:
-        muted = _kept_mutes.get(where)
-    if muted is None:
-        muted = frozenset(
-            CategoryMute.objects.filter(team=team, agent=agent, person=person).values_list("category", flat=True)
-        )
-        with _kept_lock:
-            _kept_mutes[where] = muted
-            while len(_kept_mutes) > 1024:
-                _kept_mutes.popitem(last=False)
-    return muted
-
-
 @dataclass
 class Visible:
     """A recall's candidates: each bank read (narrowest first) with the rows of it that apply."""
@@ -321,9 +299,10 @@ def visible(
     context = context or TurnContext()
     scope = validate_scope(scope)
     refs = check_scope_refs(context.refs, "context.refs")
-    banks = applicable_banks(team=team, person=person, scope=scope)
+    # The mutes are read with the banks: a mute raises the versions of every bank its person reads,
+    # but so does every write, and a recall right after one would read them again anyway.
+    banks, muted = applicable_banks_and_mutes(team=team, person=person, scope=scope, agent=agent)
     now = timezone.now()
-    muted = _muted(team, person, agent, banks)
     seen: set[str] = set()
     out = []
     for bank in banks:
@@ -424,22 +403,28 @@ def glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
     }
 
 
-def text_terms(found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
+def text_terms(
+    found: list[Candidate],
+    notes: dict[int, Note] | None = None,
+    texts: dict[int, tuple[str, str, str]] | None = None,
+) -> list[Terms]:
     """Each candidate's terms from its text: cached by the text's hash, the text loaded only for
-    notes not seen before (or taken from `notes` when the caller has them)."""
+    notes not seen before (or taken from `notes`, or `texts` (key, description, content), when the
+    caller has them)."""
     cached = TERMS.get_many(c.text_hash for c in found)
     missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
     if missing:
         if notes is not None:
-            texts = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
+            read = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
         else:
-            loaded = Note.objects.filter(pk__in=[c.pk for c in missing]).values_list(
-                "pk", "key", "description", "content"
-            )
-            by_id = {pk: (key, description, content) for pk, key, description, content in loaded}
+            by_id = {c.pk: texts[c.pk] for c in missing if texts and c.pk in texts}
+            unread = [c.pk for c in missing if c.pk not in by_id]
+            if unread:
+                loaded = Note.objects.filter(pk__in=unread).values_list("pk", "key", "description", "content")
+                by_id.update({pk: (key, description, content) for pk, key, description, content in loaded})
             # A note rewritten since the candidates were read is scored on its newer text this time.
-            texts = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
-        for key, description, content, c in texts:
+            read = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
+        for key, description, content, c in read:
             cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
             if NOTES.hash_values(key, description, content) == c.text_hash:
                 TERMS.put(c.text_hash, cached[c.text_hash])

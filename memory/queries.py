@@ -297,11 +297,46 @@ class TurnNote:
     content_chars: int
 
 
+KEPT_CONTENT_CHARS = 64_000  # note content a context keeps at most (NOTES_CHARS is 8,000 a turn)
+
+
+class KeptContents:
+    """The content of the notes turns chose, kept with a context's notes for the same versions of
+    its banks (_Kept): a later turn that chooses a note again reads nothing. Every write that
+    changes a note's content raises its bank's version, so a new version starts with none; a note
+    erased goes with its version (no later turn uses what was kept for an earlier one)."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, str] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def read(self, *, team: Team, ids: list[int]) -> dict[int, str]:
+        """note_contents of these notes: those kept, and the rest read."""
+        with self._lock:
+            found = {pk: self._by_id[pk] for pk in ids if pk in self._by_id}
+        missing = [pk for pk in ids if pk not in found]
+        if missing:
+            found.update(note_contents(team=team, ids=missing))
+        return found
+
+    def keep(self, contents: dict[int, str]) -> None:
+        """Keep contents the caller checked against its notes (their lengths agree with the ones
+        read for these versions), while there is room."""
+        with self._lock:
+            for pk, content in contents.items():
+                if pk in self._by_id or self._chars + len(content) > KEPT_CONTENT_CHARS:
+                    continue
+                self._by_id[pk] = content
+                self._chars += len(content)
+
+
 @dataclass
 class TurnNotes:
     banks: list[Bank]
     notes: list[TurnNote]  # the curated page first, then by meaning, then newest first
     digest: str  # the digest of these notes (build_digest's text)
+    contents: KeptContents = field(default_factory=KeptContents)  # of these notes, kept with them
 
 
 @dataclass(frozen=True)
@@ -316,6 +351,7 @@ class _Kept:
     pages: list[bool]
     newest: list[int]  # each note's place newest first (ties: narrower bank, then key)
     digest: str
+    contents: KeptContents = field(default_factory=KeptContents)  # read by the turns that chose them
 
 
 KEPT_CONTEXTS = 256  # turn contexts (team, person, agent, scope, refs, tags) a process keeps
@@ -487,7 +523,7 @@ def turn_notes(
         return (1, 1, 0.0, kept.newest[index]) if found is None else (1, 0, found, kept.newest[index])
 
     order = sorted(range(len(kept.notes)), key=rank)
-    return TurnNotes(banks, [kept.notes[index] for index in order], kept.digest)
+    return TurnNotes(banks, [kept.notes[index] for index in order], kept.digest, kept.contents)
 
 
 def note_contents(*, team: Team, ids: list[int]) -> dict[int, str]:

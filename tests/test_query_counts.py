@@ -111,7 +111,7 @@ COMPOSE = (
     #      line and the hash of its text; kept by the process for these bank versions (see below)
     # The banks as recall keeps them (memory.kept_banks), for the vectors of the notes' present
     # text; kept per bank version, so only a first turn (or one after a write) reads them:
-    + 2 * 3  # each of the three banks: its notes' row versions, then their light rows
+    + 3  # each of the three banks: its notes' row versions with their light rows, in one statement
     + 1  # the vectors of those notes' present text, all in one read
     + 1  # the content of the notes that fit, and only theirs
     + 1  # passages: the pair's conversations, with the messages and vectors new to this process
@@ -175,8 +175,9 @@ def test_the_next_turn_reads_no_note_kept_for_the_same_bank_versions(
         )  # fmt: skip
 
     first = turn()
-    # No read of the applicable notes, their banks' rows or their vectors: all were kept.
-    with django_assert_num_queries(COMPOSE - 1 - 2 * 3 - 1):
+    # No read of the applicable notes, their banks' rows, their vectors or the content of the notes
+    # that fit: all were kept for these versions of the banks.
+    with django_assert_num_queries(COMPOSE - 1 - 3 - 1 - 1):
         second = turn()
 
     assert second.blocks == first.blocks

@@ -10,11 +10,11 @@ from django.db import connection
 from conversations.models import Message
 from conversations.queries import RankedMessages, rank_candidates
 from conversations.services import erase_message
-from memory.banks import applicable_banks
+from memory.banks import applicable_banks, applicable_banks_and_mutes
 from memory.models import Bank, Note
 from memory.queries import note_contents
-from memory.services import get_or_create_bank, remember
-from tests.factories import PersonFactory, chat, note_fields
+from memory.services import get_or_create_bank, mute_category, remember
+from tests.factories import AgentFactory, PersonFactory, chat, note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +46,27 @@ def test_the_banks_a_turn_reads_are_the_existing_ones_narrowest_first_with_every
     assert [bank.pk for bank in applicable_banks(team=tenant.team, person=person, scope=scope)] == [
         private.pk, shared.pk, everywhere.pk,
     ]  # fmt: skip
+
+
+def test_the_banks_come_with_the_person_s_mutes_for_that_agent_only(tenant, person, other_tenant):
+    everywhere = get_or_create_bank(team=tenant.team, person=person, scope="", kind="global")
+    other_agent = AgentFactory(team=tenant.team)
+    someone = PersonFactory(team=tenant.team)
+    mute_category(person=person, agent=tenant.agent, category="health")
+    mute_category(person=person, agent=tenant.agent, category="money")
+    mute_category(person=person, agent=other_agent, category="family")
+    mute_category(person=someone, agent=tenant.agent, category="work")
+
+    banks, muted = applicable_banks_and_mutes(team=tenant.team, person=person, scope="", agent=tenant.agent)
+
+    assert [bank.pk for bank in banks] == [everywhere.pk]
+    assert muted == {"health", "money"}
+    assert applicable_banks_and_mutes(team=tenant.team, person=person, scope="", agent=None)[1] == frozenset()
+    assert applicable_banks_and_mutes(team=tenant.team, person=someone, scope="", agent=other_agent)[1] == frozenset()
+    assert applicable_banks_and_mutes(team=other_tenant.team, person=person, scope="", agent=tenant.agent) == (
+        [],
+        frozenset(),
+    )  # another team's call sees neither this person's banks nor their mutes
 
 
 def test_note_contents_are_the_teams_notes_that_still_exist(tenant, person, actor, other_tenant):

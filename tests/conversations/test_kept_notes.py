@@ -101,6 +101,19 @@ def test_an_edit_shows_in_the_next_turn(tenant, person, actor, conversation, not
     assert "Ada drinks Earl Grey." in shown  # the full text too: its line length was read again
 
 
+def test_an_edit_of_a_content_the_turn_kept_shows_in_the_next_turn_even_at_the_same_length(
+    tenant, person, actor, conversation, noted
+):
+    assert "Ada said something about tea." in digest(tenant, person, conversation)  # its content kept since
+    assert "Ada said something about tea." in digest(tenant, person, conversation)
+
+    edit_note(note=Note.objects.get(key="tea"), actor=actor, mode="replace", content="Ada said something about tee.")
+
+    shown = digest(tenant, person, conversation)
+    assert "Ada said something about tee." in shown
+    assert "about tea." not in shown
+
+
 def test_a_delete_and_an_erasure_show_in_the_next_turn(tenant, person, actor, conversation, noted):
     assert '"tea"' in digest(tenant, person, conversation)
 

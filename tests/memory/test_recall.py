@@ -30,23 +30,29 @@ def test_an_edited_note_is_found_by_its_new_words_only(tenant, person, actor):
 def test_a_bank_is_read_once_per_version_and_words_once_per_version_of_a_note(
     tenant, person, actor, django_assert_num_queries
 ):
-    remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo."))
+    note = remember(team=tenant.team, person=person, actor=actor, **note_fields(content="Ada lives in Oslo.")).note
     TERMS.clear()
     forget_kept()
-    # banks, the agent's mutes, the bank's notes' versions, their rows, the missing notes' text, the hits
-    with django_assert_num_queries(6):
+    # the banks with the agent's mutes (one round trip), the bank's notes (their versions and rows,
+    # one statement), the missing notes' text, the hits
+    with django_assert_num_queries(4):
         assert keys(tenant, person, "Oslo") == ["home-city"]
-    # banks, the hits: the bank is kept at its version, and its words with it
+    # the banks with the mutes, the hits: the bank is kept at its version, and its words with it
     with django_assert_num_queries(2):
         assert keys(tenant, person, "Oslo") == ["home-city"]
     Bank.objects.update(version=F("version") + 1)
-    # banks, mutes, the notes' versions: none changed, so every row is taken over
-    with django_assert_num_queries(4):
+    # banks and mutes, the notes' versions: none changed, so every row is taken over; the hits
+    with django_assert_num_queries(3):
         assert keys(tenant, person, "Oslo") == ["home-city"]
     forget_kept()
-    # banks, the agent's mutes, versions, rows: the words are kept by the hash of the note's text
-    with django_assert_num_queries(5):
+    # banks and mutes, versions and rows: the words are kept by the hash of the note's text; the hits
+    with django_assert_num_queries(3):
         assert keys(tenant, person, "Oslo") == ["home-city"]
+    edit_note(note=note, actor=actor, mode="replace", content="Ada moved to Bergen from Oslo.")
+    # banks and mutes, the versions with the edited note's row and its text (read with it, for its
+    # words), the hits
+    with django_assert_num_queries(3):
+        assert keys(tenant, person, "Bergen") == ["home-city"]
 
 
 def test_the_narrowest_bank_shadows_wider_ones_in_recall(tenant, person, actor):
