@@ -261,3 +261,20 @@ def test_a_turn_orders_its_notes_by_the_same_distances_whether_their_banks_are_k
     assert kept_banks._kept_banks  # now kept
     assert with_room == without_room
     assert len(with_room) == 4
+
+
+def test_kept_content_is_bounded_and_what_is_not_kept_is_read(tenant, person, actor, noted, monkeypatch,
+                                                              django_assert_num_queries):  # fmt: skip
+    monkeypatch.setattr(queries, "KEPT_CONTENT_CHARS", len("Ada said something about tea.") + 5)
+    notes = {note.key: note for note in Note.objects.all()}
+    kept = queries.KeptContents()
+    with django_assert_num_queries(1):
+        read = kept.read(team=tenant.team, ids=[notes["tea"].pk, notes["rain"].pk])
+    tea, rain = notes["tea"].pk, notes["rain"].pk
+    kept.keep({tea: read[tea]})
+    kept.keep({rain: read[rain]})  # no room left: not kept
+
+    with django_assert_num_queries(0):
+        assert kept.read(team=tenant.team, ids=[tea]) == {tea: "Ada said something about tea."}
+    with django_assert_num_queries(1):  # not kept: read again
+        assert kept.read(team=tenant.team, ids=[tea, rain]) == read
