@@ -103,6 +103,13 @@ class IndexedModel:
         """text_hash of a row whose text fields hold these values, in text_fields order."""
         return hashlib.sha256("\n".join(values).encode()).hexdigest()
 
+    def text_hash_sql(self, alias: str) -> str:
+        """text_hash() of the row `alias` names, as a fragment of hand-written SQL (sql_text_hash's
+        counterpart for statements not built by the ORM)."""
+        quote = connection.ops.quote_name
+        text = ", ".join(f"{alias}.{quote(name)}" for name in self.text_fields)
+        return f"encode(sha256(convert_to(concat_ws(E'\\n', {text}), 'UTF8')), 'hex')"
+
     def sql_text_hash(self) -> Func:
         """text_hash() computed by Postgres, to annotate a query with (it must produce exactly text_hash())."""
         parts: list[Any] = []
@@ -234,13 +241,12 @@ class IndexedModel:
         vector_table = self.vector_model._meta.db_table
         quote = connection.ops.quote_name
         row_column = quote(f"{self.row_field}_id")
-        text = ", ".join(f"r.{quote(name)}" for name in self.text_fields)
         hashed = ", text_hash" if self.hashes_text else ""
         sql = f"""
 WITH given AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(vectors)s::vector[]) AS g(id, hash, embedding)
 ), locked AS (
-    SELECT r.id, r.team_id, encode(sha256(convert_to(concat_ws(E'\\n', {text}), 'UTF8')), 'hex') AS hash
+    SELECT r.id, r.team_id, {self.text_hash_sql("r")} AS hash
     FROM {quote(self.model._meta.db_table)} r
     WHERE r.id = ANY(%(ids)s::bigint[])
     FOR NO KEY UPDATE SKIP LOCKED
@@ -543,10 +549,10 @@ def _store_computed(indexed: IndexedModel, given: list[tuple[models.Model, np.nd
     (a row locked, changed or gone, or the database failed), the rows are queued for the model's
     task, which embeds only those still without a current vector. Never raises."""
     embedder = get_embedder()
+    if embedder is None:
+        return
     rows = [row for row, _ in given]
     try:
-        if embedder is None:
-            return
         stored = indexed.store_all_if_current(
             rows, vectors=np.stack([vector for _, vector in given]), embedder=embedder
         )

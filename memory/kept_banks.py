@@ -166,8 +166,7 @@ def forget_kept() -> None:
 # Each live note of a bank with its row's version (the xmin of the row: the transaction that last
 # wrote it, and its updated_at: for two writes of one row in one transaction), and the columns
 # recall keeps of the notes whose version is not the one an earlier read of the bank had (every
-# note, without one): one statement. The hash is NOTES.text_hash's, computed by Postgres (as
-# memory.indexing's store does). A refresh also reads the text of the notes written since, for
+# note, without one): one statement. The hash is NOTES.text_hash's, computed by Postgres. A refresh also reads the text of the notes written since, for
 # their words: only a few, where a first read (the composer's, which needs no words) would read all.
 _READ = """
 SELECT n.id, m.mark, f.*
@@ -176,7 +175,7 @@ CROSS JOIN LATERAL (SELECT n.xmin::text || ' ' || n.updated_at::text AS mark) m
 LEFT JOIN unnest(%(ids)s::bigint[], %(marks)s::text[]) AS k(id, mark) ON k.id = n.id
 LEFT JOIN LATERAL (
     SELECT n.key, n.scope_refs::text, n.semantics::text, n.updated_at,
-           encode(sha256(convert_to(concat_ws(E'\\n', n.key, n.description, n.content), 'UTF8')), 'hex'),
+           {text_hash},
            n.language, n.category, n.expires_at,
            CASE WHEN %(texts)s THEN n.description END, CASE WHEN %(texts)s THEN n.content END
     WHERE k.mark IS DISTINCT FROM m.mark
@@ -198,7 +197,7 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
         "texts": earlier is not None,
     }
     with connection.cursor() as cursor:
-        cursor.execute(_READ.format(note=Note._meta.db_table), params)
+        cursor.execute(_READ.format(note=Note._meta.db_table, text_hash=NOTES.text_hash_sql("n")), params)
         found = cursor.fetchall()
     place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
     rows_out: list[Candidate] = []
@@ -403,27 +402,19 @@ def glossaries(team: Team, found: list[Candidate]) -> dict[str, str]:
     }
 
 
-def text_terms(
-    found: list[Candidate],
-    notes: dict[int, Note] | None = None,
-    texts: dict[int, tuple[str, str, str]] | None = None,
-) -> list[Terms]:
-    """Each candidate's terms from its text: cached by the text's hash, the text loaded only for
-    notes not seen before (or taken from `notes`, or `texts` (key, description, content), when the
-    caller has them)."""
+def text_terms(found: list[Candidate], texts: dict[int, tuple[str, str, str]] | None = None) -> list[Terms]:
+    """Each candidate's terms from its text: cached by the text's hash, the text (key, description,
+    content) taken from `texts` when the caller has it, and loaded only for notes not seen before."""
     cached = TERMS.get_many(c.text_hash for c in found)
     missing = [c for c in found if (kept := cached.get(c.text_hash)) is None or kept.language != c.language]
     if missing:
-        if notes is not None:
-            read = [(notes[c.pk].key, notes[c.pk].description, notes[c.pk].content, c) for c in missing]
-        else:
-            by_id = {c.pk: texts[c.pk] for c in missing if texts and c.pk in texts}
-            unread = [c.pk for c in missing if c.pk not in by_id]
-            if unread:
-                loaded = Note.objects.filter(pk__in=unread).values_list("pk", "key", "description", "content")
-                by_id.update({pk: (key, description, content) for pk, key, description, content in loaded})
-            # A note rewritten since the candidates were read is scored on its newer text this time.
-            read = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
+        by_id = {c.pk: texts[c.pk] for c in missing if texts and c.pk in texts}
+        unread = [c.pk for c in missing if c.pk not in by_id]
+        if unread:
+            loaded = Note.objects.filter(pk__in=unread).values_list("pk", "key", "description", "content")
+            by_id.update({pk: (key, description, content) for pk, key, description, content in loaded})
+        # A note rewritten since the candidates were read is scored on its newer text this time.
+        read = [(*by_id[c.pk], c) for c in missing if c.pk in by_id]
         for key, description, content, c in read:
             cached[c.text_hash] = Terms.of(key, description, content, language=c.language)
             if NOTES.hash_values(key, description, content) == c.text_hash:

@@ -92,9 +92,10 @@ def recall_candidates(
 def _terms(team: Team, found: list[Candidate], notes: dict[int, Note] | None = None) -> list[Terms]:
     """Each candidate's terms: its text's, plus its tags' glossary words."""
     glossary = glossaries(team, found)
+    texts = {pk: (note.key, note.description, note.content) for pk, note in notes.items()} if notes else None
     return [
         glossed(terms, c.semantics, glossary) if c.semantics and glossary else terms
-        for c, terms in zip(found, text_terms(found, notes), strict=True)
+        for c, terms in zip(found, text_terms(found, texts), strict=True)
     ]
 
 
