@@ -116,9 +116,9 @@ DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
 # Names each session after the process that loaded the settings (pg_stat_activity.application_name).
 DATABASES["default"]["OPTIONS"].setdefault("application_name", f"mnemo-{os.getpid()}")
 # Each process keeps a pool of open connections (psycopg's, through Django): a request borrows one
-# and gives it back, instead of opening a new one (a new Postgres backend) every time. Under ASGI
-# each request runs on a thread of its own, where Django's persistent connections (CONN_MAX_AGE)
-# are never reused, so the pool is what keeps connections. Every process may hold up to
+# and gives it back, instead of opening a new one (a new Postgres backend) every time; a process's
+# requests share its connections, where Django's persistent ones (CONN_MAX_AGE) would keep one per
+# request thread (config.request_threads keeps those threads). Every process may hold up to
 # DB_POOL_MAX_SIZE: (web processes + Celery worker processes + beat) x DB_POOL_MAX_SIZE must stay
 # below the server's max_connections (`manage.py run` checks; docs/operations.md counts it out).
 DB_POOL = env_bool("DB_POOL", default=True)
@@ -133,7 +133,7 @@ if DB_POOL:
         "timeout": DB_POOL_TIMEOUT,
     }
 else:
-    # Without the pool, connections last DB_CONN_MAX_AGE seconds (useful only under WSGI, whose threads live on).
+    # Without the pool, connections last DB_CONN_MAX_AGE seconds: one per thread that serves requests.
     DATABASES["default"]["CONN_MAX_AGE"] = DB_CONN_MAX_AGE
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -152,9 +152,9 @@ CACHES = {
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 # One result backend per process, not one per thread (Celery's default). Queueing a task builds an
-# AsyncResult, which needs the backend; a web request runs on a thread of its own, so each request
-# that queued a task built a backend (a Redis client, its URL parsed, its entry points looked up):
-# about a millisecond of the web process's CPU. redis-py's client is safe to share between threads.
+# AsyncResult, which needs the backend; web requests run on several threads, and each thread that
+# queued a task built a backend (a Redis client, its URL parsed, its entry points looked up): about a
+# millisecond of the web process's CPU. redis-py's client is safe to share between threads.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 # Celery's Django fix-up closes a worker's database connections before and after every task, and
 # with Django's pool it closes the pool too (celery/celery#10554): every task opened a new Postgres

@@ -64,11 +64,12 @@ def test_pooling_refuses_a_connection_age():
     assert allowed.returncode == 0, allowed.stderr[-2000:]
 
 
-@pytest.mark.django_db(transaction=True)  # the request runs on a thread of its own, with its own connection
-def test_a_request_through_the_asgi_application_goes_to_its_thread_once(tenant, monkeypatch):
+@pytest.mark.django_db(transaction=True)  # the request runs on a kept thread, with its own connection
+def test_a_request_through_the_asgi_application_reaches_its_thread_without_asgiref(tenant, monkeypatch):
     # Django's own ASGI handler runs each step of each middleware written for both modes in the
     # request's thread and comes back to the event loop (some fifteen hops a request here); the
-    # application runs the whole chain and the view in one (config.asgi.SyncChainASGIHandler).
+    # application runs the whole chain and the view in one call on a kept thread, never through
+    # asgiref (config.request_threads.KeptThreadASGIHandler).
     import httpx
     from asgiref import sync
 
@@ -97,8 +98,9 @@ def test_a_request_through_the_asgi_application_goes_to_its_thread_once(tenant, 
     assert response.status_code == 200, response.text
     assert response.json()["agent"] == tenant.agent.slug
     assert response.headers["X-Request-ID"]  # the middleware ran
-    # request_started's receivers, the middleware chain with the view, and the response's close.
-    assert len(hops) <= 3, hops
+    # request_started's receivers, the middleware chain with the view, and the response's close all
+    # run on the request's kept thread, handed to it directly: not one asgiref hop.
+    assert hops == [], hops
 
 
 def test_a_request_thread_queueing_a_task_builds_no_result_backend_of_its_own():
