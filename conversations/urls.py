@@ -3,6 +3,8 @@ from django.urls import path
 from conversations import api
 
 urlpatterns = [
+    path("turns", api.TurnCreateApi.as_view(), name="turns"),
+    path("turns/<int:turn_id>/reply", api.TurnReplyApi.as_view(), name="turn-reply"),
     path("conversations", api.ConversationListCreateApi.as_view(), name="conversations"),
     path("conversations/import", api.ConversationImportApi.as_view(), name="conversations-import"),
     path(
@@ -18,6 +20,4 @@ urlpatterns = [
         api.MessageDetailApi.as_view(),
         name="message-detail",
     ),
-    path("turns", api.TurnCreateApi.as_view(), name="turns"),
-    path("turns/<int:turn_id>/reply", api.TurnReplyApi.as_view(), name="turn-reply"),
 ]
