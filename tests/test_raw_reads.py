@@ -1,12 +1,15 @@
 """The hot reads written as SQL by hand (memory.banks.applicable_banks, memory.queries.note_contents,
-conversations.queries.RankedMessages.hits) read what the querysets they replaced read, and only the
-team's."""
+conversations.queries.RankedMessages.hits, the person accounts.services.get_or_create_person finds)
+read what the querysets they replaced read, and only the team's."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from accounts.models import Person
+from accounts.services import get_or_create_person
 from conversations.models import Message
 from conversations.queries import RankedMessages, rank_candidates
 from conversations.services import erase_message
@@ -19,7 +22,7 @@ from tests.factories import AgentFactory, PersonFactory, chat, note_fields
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("model", [Bank, Message])
+@pytest.mark.parametrize("model", [Bank, Message, Person])
 def test_no_field_read_by_hand_converts_what_the_database_gives(model):
     # Model.from_db takes values as psycopg loads them; a field with a converter (a JSONField, a
     # custom field) would be left unconverted, so such a field needs these reads changed first.
@@ -98,3 +101,21 @@ def test_hits_are_whole_messages_of_the_searched_team_and_never_erased_ones(tena
     assert elsewhere.hits(limit=5) == []
     erase_message(message=hits[0].message)
     assert [hit.message.pk for hit in ranked.hits(limit=5)] == [hit.message.pk for hit in hits[1:]]
+
+
+def test_the_person_found_by_id_is_the_team_s_with_every_field(tenant, person, other_tenant, django_user_model):
+    user = django_user_model.objects.create_user(username="ada", password="a long passphrase")
+    Person.objects.filter(pk=person.pk).update(display_name="Ada L.", user=user, erased_at=timezone.now())
+    same_id = PersonFactory(team=other_tenant.team, external_id=person.external_id)
+
+    found = get_or_create_person(team=tenant.team, external_id=person.external_id)
+
+    fresh = Person.objects.get(pk=person.pk)
+    for field in Person._meta.concrete_fields:
+        assert getattr(found, field.attname) == getattr(fresh, field.attname), field.attname
+    assert found._state.adding is False
+    assert found._state.db == "default"
+    assert get_or_create_person(team=other_tenant.team, external_id=person.external_id).pk == same_id.pk
+    created = get_or_create_person(team=tenant.team, external_id="someone-new")
+    assert created.pk not in (person.pk, same_id.pk)
+    assert get_or_create_person(team=tenant.team, external_id=" someone-new ").pk == created.pk
