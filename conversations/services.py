@@ -499,7 +499,8 @@ def record_turn_read(*, turn: Turn, agent: Agent, person: Person, composition: C
 @transaction.atomic
 def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
-    locked = Turn.objects.select_for_update().get(pk=turn.pk)
+    # The conversation read with the turn (only the turn's row locked), not by a query of its own.
+    locked = Turn.objects.select_for_update(of=("self",)).select_related("conversation").get(pk=turn.pk)
     if locked.reply_id is not None:
         raise TurnAlreadyAnswered("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation

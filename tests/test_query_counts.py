@@ -267,3 +267,21 @@ def test_an_upsert_makes_as_many_queries_in_a_bank_of_30_notes_as_of_3(
     update = next(q["sql"] for q in captured.captured_queries if q["sql"].startswith('UPDATE "memory_note"'))
     assert '"content"' in update
     assert '"description"' not in update  # only what changed is written
+
+
+def test_a_reply_through_the_api_reads_its_turn_s_conversation_with_the_turn(
+    tenant, person, conversation, django_assert_num_queries
+):
+    turn = tenant.client.post("/api/v1/turns", {"person": "ada", "message": "Hello there"}, format="json").json()
+    assert tenant.client.get("/api/v1/me").status_code == 200
+    queries = (
+        AUTH
+        + 1  # the turn, this agent's only (a 404 otherwise)
+        + 2  # SAVEPOINT / RELEASE: the reply is recorded atomically
+        + 1  # the turn locked (its row only), read with its conversation
+        + 1  # the message: UPDATE the conversation's counters, INSERT after the last order (one round trip)
+        + 1  # UPDATE the turn: its reply
+    )
+    with django_assert_num_queries(queries):
+        answer = tenant.client.post(f"/api/v1/turns/{turn['turn']}/reply", {"content": "Hi!"}, format="json")
+    assert answer.status_code == 201, answer.json()
