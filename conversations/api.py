@@ -24,7 +24,7 @@ from config.schema import error_responses
 from conversations import queries, services
 from conversations.composer import PROFILES, composition_to_json
 from conversations.exceptions import InvalidMessage
-from conversations.models import Conversation, ConversationImport, Message, Turn
+from conversations.models import Conversation, ConversationImport, Message
 from memory.queries import TurnContext
 
 
@@ -241,7 +241,9 @@ class TurnReplyApi(APIView):
     )
     def post(self, request: Request, turn_id: int) -> Response:
         key = request_api_key(request)
-        turn = get_object_or_404(Turn.objects.filter(team=key.team, conversation__agent=key.agent), pk=turn_id)
+        turn = queries.agents_turn(team_id=key.team_id, agent=key.agent, turn_id=turn_id)
+        if turn is None:
+            raise Http404("No such turn of this agent's.")
         data = self.TurnReplyInput(data=request.data)
         data.is_valid(raise_exception=True)
         reply = services.record_reply(turn=turn, content=data.validated_data["content"])

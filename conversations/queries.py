@@ -14,9 +14,10 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.models import Agent, Person
+from config.prepared import Prepared
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
-from conversations.models import Conversation, ConversationImport, Message, MessageVector
+from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
 from conversations.retrieval import (
     CANDIDATES,
     NOTHING_FOUND,
@@ -49,6 +50,19 @@ def meaningful_terms(text: str) -> list[str]:
         if word not in STOP_WORDS and _LEXEME.match(word):
             seen.setdefault(word, None)
     return list(seen)
+
+
+_AGENTS_TURN = Prepared(
+    lambda team_id, agent_id, pk: Turn.objects.filter(team_id=team_id, conversation__agent_id=agent_id, pk=pk)[:1],
+    team_id=int,
+    agent_id=int,
+    pk=int,
+)
+
+
+def agents_turn(*, team_id: int, agent: Agent, turn_id: int) -> Turn | None:
+    """The team's turn of this id in one of this agent's conversations, or None."""
+    return _AGENTS_TURN.first(team_id=team_id, agent_id=agent.pk, pk=turn_id)
 
 
 def messages_between(agent: Agent, person: Person) -> QuerySet[Message]:

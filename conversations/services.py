@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
+from config.prepared import Prepared
 from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
@@ -390,17 +391,36 @@ class TurnResult:
     composition: Composition
 
 
+_NAMED_CONVERSATION = Prepared(
+    lambda team_id, agent_id, person_id, pk: Conversation.objects.filter(
+        team_id=team_id, agent_id=agent_id, person_id=person_id, pk=pk
+    )[:1],
+    team_id=int,
+    agent_id=int,
+    person_id=int,
+    pk=int,
+)
+_LATEST_OPEN_CONVERSATION = Prepared(
+    lambda team_id, agent_id, person_id: Conversation.objects.filter(
+        team_id=team_id, agent_id=agent_id, person_id=person_id, ended_at__isnull=True
+    ).order_by("-started_at", "-pk")[:1],
+    team_id=int,
+    agent_id=int,
+    person_id=int,
+)
+
+
 def conversation_for(*, team: Team, agent: Agent, person: Person, conversation_id: int | None) -> Conversation:
     """The named conversation (this agent's with this person only), else their latest open one, else a new one."""
-    conversations = Conversation.objects.between(agent, person)
+    pair = {"team_id": agent.team_id, "agent_id": agent.pk, "person_id": person.pk}
     if conversation_id is not None:
-        found = conversations.filter(pk=conversation_id).first()
+        found = _NAMED_CONVERSATION.first(**pair, pk=conversation_id)
         if found is None:
             raise ConversationNotFound(
                 f"No conversation {conversation_id} between this agent and person.", field="conversation"
             )
         return found
-    latest = conversations.filter(ended_at__isnull=True).order_by("-started_at", "-pk").first()
+    latest = _LATEST_OPEN_CONVERSATION.first(**pair)
     return latest or start_conversation(team=team, agent=agent, person=person)
 
 

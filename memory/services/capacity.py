@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import Person, Team
 from config.celery import app
+from config.prepared import Prepared
 from memory import policy
 from memory.banks import bank_id_for
 from memory.exceptions import BankFull, InvalidNote, Refused
@@ -78,13 +79,20 @@ def _lock(bank: Bank) -> Bank:
     return Bank.objects.select_for_update().get(pk=bank.pk)
 
 
+# The bank's row only: a lock on the team's would hold every other write of the team (and every
+# insert that names the team, whose foreign key check waits for it) until this transaction ends.
+_LOCKED_BANK = Prepared(
+    lambda team_id, address: Bank.objects.select_for_update(of=("self",)).filter(team_id=team_id, address=address)[:1],
+    team_id=int,
+    address=str,
+)
+
+
 def _lock_bank(*, team: Team, person: Person | None, scope: str, kind: str) -> Bank:
     """The bank, created on first use, locked until the transaction ends (see _lock): one round
     trip when it exists."""
     address = bank_id_for(kind, None if kind == Bank.Kind.SHARED else person, validate_scope(scope))
-    # The bank's row only: a lock on the team's would hold every other write of the team (and every
-    # insert that names the team, whose foreign key check waits for it) until this transaction ends.
-    locked = Bank.objects.select_for_update(of=("self",)).filter(team=team, address=address).first()
+    locked = _LOCKED_BANK.first(team_id=team.pk, address=address)
     if locked is not None:
         return locked
     return _lock(get_or_create_bank(team=team, person=person, scope=scope, kind=kind))

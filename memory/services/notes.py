@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from accounts.models import Person, Team
 from config.exceptions import DomainError
+from config.prepared import Prepared
 from config.text import TextKind, check_text
 from memory import indexing
 from memory.banks import applicable_banks, bank_id_for, bank_kind_for
@@ -142,11 +143,19 @@ def remember(
     )  # fmt: skip
 
 
+_NOTE_BY_KEY = Prepared(
+    lambda team_id, bank_id, key: Note.objects.filter(team_id=team_id, bank_id=bank_id, key=key).order_by("pk")[:1],
+    team_id=int,
+    bank_id=int,
+    key=str,
+)
+
+
 def _upsert(
     bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None
 ) -> WriteResult:
     now = timezone.now()
-    existing = Note.objects.filter(team_id=bank.team_id, bank=bank, key=fields["key"]).order_by("pk").first()
+    existing = _NOTE_BY_KEY.first(team_id=bank.team_id, bank_id=bank.pk, key=fields["key"])
     if existing is not None:
         before = existing.snapshot()
         changed = {name: value for name, value in fields.items() if getattr(existing, name) != value}
