@@ -57,6 +57,9 @@ class Prepared[M: Model]:
         }
 
     def _compile(self) -> _Compiled:
+        compiled = self._compiled
+        if compiled is not None:
+            return compiled
         with self._lock:
             if self._compiled is not None:
                 return self._compiled
