@@ -26,6 +26,7 @@ from django.db.models import Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
 _STAND_IN_BASE = -7_340_000_000  # far from any id or count this database holds
+Converters = list[tuple[int, list[Any], Any]]  # per column that needs them: its position, converters, expression
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class _Compiled:
     sql: str
     slots: list[tuple[str | None, Any]]  # per parameter: the value's name, or None and a constant
     fields: list[str]  # the model's fields' attribute names, as selected
-    converters: list[tuple[int, list[Any], Any]]  # per column that needs them: its position, converters, expression
+    converters: Converters
     locks: bool  # select_for_update
 
 
@@ -110,18 +111,33 @@ class Prepared[M: Model]:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        found = []
-        for row in rows:
-            if compiled.converters:
-                values_read = list(row)
-                for position, functions, expression in compiled.converters:
-                    for function in functions:
-                        values_read[position] = function(values_read[position], expression, connection)
-                row = tuple(values_read)
-            found.append(compiled.model.from_db(connection.alias, compiled.fields, row))
-        return found
+        return [instance(compiled.model, compiled.fields, compiled.converters, row) for row in rows]
 
     def first(self, **values: Any) -> M | None:
         """The first row, or None (the queryset should be sliced to one row: [:1])."""
         rows = self.all(**values)
         return rows[0] if rows else None
+
+
+def converters_of(model: type[Model]) -> Converters:
+    """The database converters of the model's concrete fields (a JSON field's decoding, for one),
+    by each field's position among them: what a queryset applies to a row it reads."""
+    found: Converters = []
+    for position, field in enumerate(model._meta.concrete_fields):
+        column = field.get_col(model._meta.db_table)
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if functions:
+            found.append((position, functions, column))
+    return found
+
+
+def instance[T: Model](model: type[T], fields: list[str], converters: Converters, row: tuple[Any, ...]) -> T:
+    """The model instance of a row read by hand (`fields` its columns' attribute names, in order),
+    each value through its converters first, as a queryset would make it."""
+    if converters:
+        values = list(row)
+        for position, functions, expression in converters:
+            for function in functions:
+                values[position] = function(values[position], expression, connection)
+        row = tuple(values)
+    return model.from_db(connection.alias, fields, row)

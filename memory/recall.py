@@ -11,7 +11,8 @@ A recall runs in three steps, so that a bank of a thousand notes costs a few mil
    (the hash) and its language, so a note is tokenised once, and only the notes holding a word of
    the query are scored; and cosine similarity of the vectors of the notes' present text, kept as
    unit rows per bank (numpy; a vector not yet kept is looked up in the note index first).
-3. Only the notes returned are loaded whole.
+3. Only the notes returned are loaded whole, with their banks, in one hand-written statement
+   (memory.queries.notes_with_banks).
 
 Words are read in each note's own language (Note.language, read from its text on every write:
 memory.language.note_config), and the query is read, for each note, in that note's language: the
@@ -51,7 +52,7 @@ from memory.kept_banks import (
     visible,
 )
 from memory.models import Bank, Note
-from memory.queries import TurnContext
+from memory.queries import TurnContext, notes_with_banks
 from memory.text import links, tokens
 from memory.text import snippet as text_snippet
 
@@ -382,15 +383,11 @@ def _recalled(
     return shown, scored, degraded
 
 
-def _load(ids: list[int]) -> dict[int, Note]:
-    return Note.objects.select_related("bank").in_bulk(ids)
-
-
-def _hits(scored: list[Scored], limit: int) -> list[Hit]:
+def _hits(team: Team, scored: list[Scored], limit: int) -> list[Hit]:
     """The first `limit` matches as hits, their notes loaded whole (one query). A note deleted
     since it was scored is left out."""
     top = scored[:limit]
-    notes = _load([s.candidate.pk for s in top])
+    notes = notes_with_banks(team=team, ids=[s.candidate.pk for s in top])
     return [
         Hit(notes[s.candidate.pk], s.score, s.matched, bm25=s.bm25, similarity=s.similarity)
         for s in top
@@ -420,7 +417,7 @@ def recall_memories(
     mode: Mode = "hybrid",
 ) -> Ranked:
     _, scored, degraded = _recalled(team, person, agent, query, scope=scope, context=context, mode=mode, limit=limit)
-    return Ranked(_hits(scored, limit), degraded)
+    return Ranked(_hits(team, scored, limit), degraded)
 
 
 def recall_for_owner(*, person: Person, query: str, limit: int = 10) -> Ranked:
@@ -500,7 +497,7 @@ def recall_bundle(
         team, person, agent, query, scope=scope, context=context, mode="hybrid", limit=seeds
     )
     by_key = {c.key: c.pk for c in shown.candidates}
-    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(scored, seeds)]
+    ordered: list[tuple[Note, str]] = [(hit.note, "match") for hit in _hits(team, scored, seeds)]
     seen = {note.key for note, _ in ordered}
     frontier = [note for note, _ in ordered]
     for _ in range(depth):
@@ -510,7 +507,7 @@ def recall_bundle(
                 if linked in by_key and linked not in seen:
                     seen.add(linked)
                     wanted.append((linked, note))
-        loaded = _load([by_key[linked] for linked, _ in wanted])
+        loaded = notes_with_banks(team=team, ids=[by_key[linked] for linked, _ in wanted])
         next_frontier = []
         for linked, source in wanted:
             if by_key[linked] in loaded:

@@ -1,5 +1,6 @@
 """The hot reads written as SQL by hand (memory.banks.applicable_banks, memory.queries.note_contents,
-conversations.queries.RankedMessages.hits, the person accounts.services.get_or_create_person finds)
+conversations.queries.RankedMessages.hits, the person accounts.services.get_or_create_person finds,
+the notes recall returns: memory.queries.notes_with_banks)
 read what the querysets they replaced read, and only the team's."""
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from conversations.queries import RankedMessages, rank_candidates
 from conversations.services import erase_message
 from memory.banks import applicable_banks, applicable_banks_and_mutes
 from memory.models import Bank, Note
-from memory.queries import note_contents
+from memory.queries import note_contents, notes_with_banks
 from memory.services import get_or_create_bank, mute_category, remember
 from tests.factories import AgentFactory, PersonFactory, chat, note_fields
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("model", [Bank, Message, Person])
+@pytest.mark.parametrize("model", [Bank, Message, Person])  # Note is read through its converters (notes_with_banks)
 def test_no_field_read_by_hand_converts_what_the_database_gives(model):
     # Model.from_db takes values as psycopg loads them; a field with a converter (a JSONField, a
     # custom field) would be left unconverted, so such a field needs these reads changed first.
@@ -119,3 +120,29 @@ def test_the_person_found_by_id_is_the_team_s_with_every_field(tenant, person, o
     created = get_or_create_person(team=tenant.team, external_id="someone-new")
     assert created.pk not in (person.pk, same_id.pk)
     assert get_or_create_person(team=tenant.team, external_id=" someone-new ").pk == created.pk
+
+
+def test_recall_s_notes_are_the_team_s_whole_with_their_banks(tenant, person, actor, other_tenant):
+    shared = remember(
+        team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="shared",
+        scope_refs={"work_item": ["T-7"]}, **note_fields(key="standup", content="Stand-up at nine."),
+    ).note  # fmt: skip
+    private = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="tea", content="Green")).note
+    gone = remember(team=tenant.team, person=person, actor=actor, **note_fields(key="gone")).note
+    gone_id = gone.pk
+    Note.objects.filter(pk=gone_id).delete()
+
+    found = notes_with_banks(team=tenant.team, ids=[shared.pk, private.pk, gone_id])
+
+    assert set(found) == {shared.pk, private.pk}
+    for pk, note in found.items():
+        fresh = Note.objects.select_related("bank").get(pk=pk)
+        for field in Note._meta.concrete_fields:
+            assert getattr(note, field.attname) == getattr(fresh, field.attname), field.attname
+        for field in Bank._meta.concrete_fields:
+            assert getattr(note.bank, field.attname) == getattr(fresh.bank, field.attname), field.attname
+        assert note._state.adding is False
+    assert found[shared.pk].scope_refs == {"work_item": ["T-7"]}  # a JSON field, decoded
+    assert found[shared.pk].bank.kind == "shared"
+    assert notes_with_banks(team=other_tenant.team, ids=[shared.pk, private.pk]) == {}
+    assert notes_with_banks(team=tenant.team, ids=[]) == {}
