@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
-from config.prepared import Prepared
+from config.prepared import Converters, Prepared, converters_of, instance
 from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
@@ -519,8 +520,7 @@ def record_turn_read(*, turn: Turn, agent: Agent, person: Person, composition: C
 @transaction.atomic
 def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
-    # The conversation read with the turn (only the turn's row locked), not by a query of its own.
-    locked = Turn.objects.select_for_update(of=("self",)).select_related("conversation").get(pk=turn.pk)
+    locked = _locked_turn(turn.pk)
     if locked.reply_id is not None:
         raise TurnAlreadyAnswered("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation
@@ -529,6 +529,35 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     locked.save(update_fields=["reply"])
     schedule_curation(conversation=conversation)  # a curator pass never blocks the turn: it runs after commit
     return reply
+
+
+def _locked_turn(pk: int) -> Turn:
+    """The turn, its row locked until the transaction ends, read with its conversation (whose row
+    is not locked) in one statement written by hand: the queryset (select_for_update,
+    select_related) cost more CPU to build than the round trip. Raises Turn.DoesNotExist."""
+    sql, turn_fields, conversation_fields, turn_converters, conversation_converters = _locked_turn_read()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Turn.DoesNotExist(f"Turn {pk} does not exist.")
+    width = len(turn_fields)
+    locked = instance(Turn, turn_fields, turn_converters, row[:width])
+    locked.conversation = instance(Conversation, conversation_fields, conversation_converters, row[width:])
+    return locked
+
+
+@functools.cache
+def _locked_turn_read() -> tuple[str, list[str], list[str], Converters, Converters]:
+    quote = connection.ops.quote_name
+    turns, conversations = Turn._meta.concrete_fields, Conversation._meta.concrete_fields
+    columns = [f"t.{quote(str(f.column))}" for f in turns] + [f"c.{quote(str(f.column))}" for f in conversations]
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {quote(Turn._meta.db_table)} t "
+        f"JOIN {quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id WHERE t.id = %s FOR UPDATE OF t"
+    )
+    fields = [f.attname for f in turns], [f.attname for f in conversations]
+    return sql, *fields, converters_of(Turn), converters_of(Conversation)
 
 
 # --- history import ---------------------------------------------------------------------------

@@ -146,3 +146,23 @@ def test_recall_s_notes_are_the_team_s_whole_with_their_banks(tenant, person, ac
     assert found[shared.pk].bank.kind == "shared"
     assert notes_with_banks(team=other_tenant.team, ids=[shared.pk, private.pk]) == {}
     assert notes_with_banks(team=tenant.team, ids=[]) == {}
+
+
+def test_a_reply_s_locked_turn_is_read_whole_with_its_conversation(tenant, person, conversation):
+    from conversations.models import Conversation, Turn
+    from conversations.services import _locked_turn, take_turn
+
+    turn = take_turn(
+        team=tenant.team, agent=tenant.agent, person=person, message="Hello", conversation_id=conversation.pk
+    ).turn
+    Turn.objects.filter(pk=turn.pk).update(costs={"notes": 12}, degraded=["passages"], notes_used=[3, 4])
+
+    locked = _locked_turn(turn.pk)
+
+    fresh = Turn.objects.select_related("conversation").get(pk=turn.pk)
+    for field in Turn._meta.concrete_fields:
+        assert getattr(locked, field.attname) == getattr(fresh, field.attname), field.attname
+    for field in Conversation._meta.concrete_fields:
+        assert getattr(locked.conversation, field.attname) == getattr(fresh.conversation, field.attname), field.attname
+    assert locked.costs == {"notes": 12}  # JSON fields, decoded
+    assert locked.notes_used == [3, 4]

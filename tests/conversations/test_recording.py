@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from django.db import DatabaseError
 
-from conversations.exceptions import ConversationNotFound
+from conversations.exceptions import ConversationNotFound, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector, Turn
 from conversations.services import (
     record_agent_message,
     record_message,
+    record_reply,
     record_turn_message,
     start_conversation,
     take_turn,
@@ -112,6 +113,24 @@ def test_a_message_recorded_while_another_waits_to_commit_goes_after_it(tenant, 
     assert second.order == 2
     assert list(Message.objects.order_by("order").values_list("order", "content")) == [(1, "First"), (2, "Second")]
     assert counts(conversation) == (len("First") + len("Second"), 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reply_waits_for_another_reply_to_the_same_turn_and_is_refused(tenant, person, conversation, no_broker):
+    # The turn's row is locked by the first reply until it commits; the second blocks on that
+    # lock, then finds the turn answered.
+    turn = take_turn(
+        team=tenant.team, agent=tenant.agent, person=person, message="Hello", conversation_id=conversation.pk
+    ).turn
+    held = OpenTransaction(lambda: record_reply(turn=turn, content="First").pk)
+    releasing = commit_once_blocked(held)
+    with pytest.raises(TurnAlreadyAnswered):
+        record_reply(turn=turn, content="Second")
+    first = releasing.result()
+    assert Turn.objects.get(pk=turn.pk).reply_id == first
+    assert list(Message.objects.filter(role="assistant").values_list("content", flat=True)) == ["First"]
+    with pytest.raises(Turn.DoesNotExist):
+        record_reply(turn=Turn(pk=turn.pk + 1000), content="Nowhere")
 
 
 @pytest.mark.django_db(transaction=True)
