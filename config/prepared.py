@@ -5,7 +5,8 @@ a write locks, a turn a reply names, the conversation a turn continues) that too
 each on two cores, several times the round trip itself. A `Prepared` read is written as a queryset,
 built once with stand-in values (`build(**stand_ins)`), and its SQL kept; each call runs that SQL
 with the caller's values in the stand-ins' places, and makes the rows into model instances as the
-queryset would (every field, through its database converters, then Model.from_db).
+queryset would (Columns: every field, through its database converters, then Model.from_db).
+Columns also serves the reads written by hand in SQL (columns_of).
 
 Only what the stand-ins cannot change may be prepared: scalar values (ints and strings) compared
 or assigned as they are. A value that changes the SQL itself (None, which becomes IS NULL; a list,
@@ -17,7 +18,7 @@ inside a transaction, as the queryset's must.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +32,9 @@ Converters = list[tuple[int, list[Any], Any]]  # per column that needs them: its
 
 @dataclass(frozen=True)
 class _Compiled:
-    model: Any
     sql: str
     slots: list[tuple[str | None, Any]]  # per parameter: the value's name, or None and a constant
-    fields: list[str]  # the model's fields' attribute names, as selected
-    converters: Converters
+    columns: Columns[Any]  # what each row holds: every field of the model, in order
     locks: bool  # select_for_update
 
 
@@ -73,10 +72,11 @@ class Prepared[M: Model]:
                 )
             compiler = query.get_compiler(DEFAULT_DB_ALIAS)
             sql, params = compiler.as_sql()
-            model = queryset.model
-            columns = [expression for expression, _, _ in compiler.select]
-            fields = [field.attname for field in model._meta.concrete_fields]
-            if [getattr(getattr(column, "target", None), "attname", None) for column in columns] != fields:
+            columns = columns_of(queryset.model)
+            selected = [
+                getattr(getattr(expression, "target", None), "attname", None) for expression, _, _ in compiler.select
+            ]
+            if selected != columns.fields:
                 raise ValueError("A prepared read must select every field of its model, in order, and nothing else.")
             by_value = {value: name for name, value in stand_ins.items()}
             slots: list[tuple[str | None, Any]] = []
@@ -90,11 +90,7 @@ class Prepared[M: Model]:
                 raise ValueError(
                     f"The read does not use {', '.join(sorted(missing))} as a value (None or a list would change its SQL)."
                 )
-            converters = [
-                (position, functions, expression)
-                for position, (functions, expression) in compiler.get_converters(columns).items()
-            ]
-            self._compiled = _Compiled(model, sql, slots, fields, converters, bool(query.select_for_update))
+            self._compiled = _Compiled(sql, slots, columns, bool(query.select_for_update))
             return self._compiled
 
     def all(self, **values: Any) -> list[M]:
@@ -111,7 +107,7 @@ class Prepared[M: Model]:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        return [instance(compiled.model, compiled.fields, compiled.converters, row) for row in rows]
+        return [compiled.columns.instance(row) for row in rows]
 
     def first(self, **values: Any) -> M | None:
         """The first row, or None (the queryset should be sliced to one row: [:1])."""
@@ -119,25 +115,53 @@ class Prepared[M: Model]:
         return rows[0] if rows else None
 
 
-def converters_of(model: type[Model]) -> Converters:
-    """The database converters of the model's concrete fields (a JSON field's decoding, for one),
-    by each field's position among them: what a queryset applies to a row it reads."""
-    found: Converters = []
-    for position, field in enumerate(model._meta.concrete_fields):
-        column = field.get_col(model._meta.db_table)
-        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if functions:
-            found.append((position, functions, column))
-    return found
+@dataclass(frozen=True)
+class Columns[T: Model]:
+    """Every field of a model as a SELECT written by hand reads it, and how such a row becomes an
+    instance: each value through its field's database converters (a JSON field's decoding, for
+    one), then Model.from_db, as a queryset would make it."""
 
+    model: type[T]
+    table: str  # the model's table, quoted
+    select: str  # its columns, quoted, each after the table's alias in the statement when one was given
+    fields: list[str]  # the fields' attribute names, in the columns' order
+    converters: Converters
 
-def instance[T: Model](model: type[T], fields: list[str], converters: Converters, row: tuple[Any, ...]) -> T:
-    """The model instance of a row read by hand (`fields` its columns' attribute names, in order),
-    each value through its converters first, as a queryset would make it."""
-    if converters:
+    @property
+    def width(self) -> int:
+        return len(self.fields)
+
+    def instance(self, row: Sequence[Any]) -> T:
+        """The instance of these columns' values (a row, or the part of one they take)."""
         values = list(row)
-        for position, functions, expression in converters:
+        for position, functions, expression in self.converters:
             for function in functions:
                 values[position] = function(values[position], expression, connection)
-        row = tuple(values)
-    return model.from_db(connection.alias, fields, row)
+        return self.model.from_db(connection.alias, self.fields, values)
+
+
+_columns: dict[tuple[type[Model], str], Columns[Any]] = {}
+
+
+def columns_of[T: Model](model: type[T], alias: str = "") -> Columns[T]:
+    """The model's Columns (see Columns), kept once made; `alias`: the table's in the statement."""
+    found = _columns.get((model, alias))
+    if found is None:
+        quote = connection.ops.quote_name
+        concrete = model._meta.concrete_fields
+        prefix = f"{alias}." if alias else ""
+        converters: Converters = []
+        for position, field in enumerate(concrete):
+            column = field.get_col(model._meta.db_table)
+            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+            if functions:
+                converters.append((position, functions, column))
+        found = Columns(
+            model,
+            quote(model._meta.db_table),
+            ", ".join(f"{prefix}{quote(str(field.column))}" for field in concrete),
+            [field.attname for field in concrete],
+            converters,
+        )
+        _columns[(model, alias)] = found
+    return found

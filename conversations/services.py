@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
-from config.prepared import Converters, Prepared, converters_of, instance
+from config.prepared import Prepared, columns_of
 from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
@@ -130,12 +129,12 @@ def _record(
     check_text(external_id, field="external_id", kind=TextKind.IDENTIFIER, error=InvalidMessage)
     language = text_search_config(content)
     created_at = created_at or timezone.now()
-    fields = Conversation._meta.concrete_fields
+    conversations = columns_of(Conversation, "c")
     sql = _RECORD.format(
         conversation=Conversation._meta.db_table,
         message=Message._meta.db_table,
         where=where,
-        columns=", ".join(f"c.{connection.ops.quote_name(str(field.column))}" for field in fields),
+        columns=conversations.select,
     )
     chars, exchanges = len(content), int(role == Message.Role.ASSISTANT)  # a reply closes an exchange
     values: dict[str, Any] = {
@@ -149,7 +148,7 @@ def _record(
         appended = cursor.fetchone()
     if counted is None or appended is None:
         return None, None
-    conversation = Conversation.from_db(connection.alias, [field.attname for field in fields], counted)
+    conversation = conversations.instance(counted)
     message = Message(
         pk=appended[0],
         team_id=conversation.team_id,
@@ -520,7 +519,7 @@ def record_turn_read(*, turn: Turn, agent: Agent, person: Person, composition: C
 @transaction.atomic
 def record_reply(*, turn: Turn, content: str) -> Message:
     """Record the agent's reply to a turn (once)."""
-    locked = _locked_turn(turn.pk)
+    locked = _locked_turn(turn)
     if locked.reply_id is not None:
         raise TurnAlreadyAnswered("This turn already has a reply; start a new turn for the next message.", field="turn")
     conversation = locked.conversation
@@ -531,33 +530,25 @@ def record_reply(*, turn: Turn, content: str) -> Message:
     return reply
 
 
-def _locked_turn(pk: int) -> Turn:
-    """The turn, its row locked until the transaction ends, read with its conversation (whose row
-    is not locked) in one statement written by hand: the queryset (select_for_update,
-    select_related) cost more CPU to build than the round trip. Raises Turn.DoesNotExist."""
-    sql, turn_fields, conversation_fields, turn_converters, conversation_converters = _locked_turn_read()
+def _locked_turn(turn: Turn) -> Turn:
+    """The turn (of its team), its row locked until the transaction ends, read with its
+    conversation (whose row is not locked) in one statement written by hand: the queryset
+    (select_for_update, select_related) cost more CPU to build than the round trip. Raises
+    Turn.DoesNotExist."""
+    turns, conversations = columns_of(Turn, "t"), columns_of(Conversation, "c")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [pk])
+        cursor.execute(
+            f"SELECT {turns.select}, {conversations.select} FROM {turns.table} t "
+            f"JOIN {conversations.table} c ON c.id = t.conversation_id "
+            "WHERE t.id = %s AND t.team_id = %s FOR UPDATE OF t",
+            [turn.pk, turn.team_id],
+        )
         row = cursor.fetchone()
     if row is None:
-        raise Turn.DoesNotExist(f"Turn {pk} does not exist.")
-    width = len(turn_fields)
-    locked = instance(Turn, turn_fields, turn_converters, row[:width])
-    locked.conversation = instance(Conversation, conversation_fields, conversation_converters, row[width:])
+        raise Turn.DoesNotExist(f"Turn {turn.pk} does not exist.")
+    locked = turns.instance(row[: turns.width])
+    locked.conversation = conversations.instance(row[turns.width :])
     return locked
-
-
-@functools.cache
-def _locked_turn_read() -> tuple[str, list[str], list[str], Converters, Converters]:
-    quote = connection.ops.quote_name
-    turns, conversations = Turn._meta.concrete_fields, Conversation._meta.concrete_fields
-    columns = [f"t.{quote(str(f.column))}" for f in turns] + [f"c.{quote(str(f.column))}" for f in conversations]
-    sql = (
-        f"SELECT {', '.join(columns)} FROM {quote(Turn._meta.db_table)} t "
-        f"JOIN {quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id WHERE t.id = %s FOR UPDATE OF t"
-    )
-    fields = [f.attname for f in turns], [f.attname for f in conversations]
-    return sql, *fields, converters_of(Turn), converters_of(Conversation)
 
 
 # --- history import ---------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 from collections import OrderedDict
@@ -18,7 +17,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from config.prepared import Converters, converters_of, instance
+from config.prepared import columns_of
 from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
@@ -547,30 +546,20 @@ def notes_with_banks(*, team: Team, ids: list[int]) -> dict[int, Note]:
     to build and read for five notes, several times the round trip."""
     if not ids:
         return {}
-    sql, note_fields, bank_fields, note_converters, bank_converters = _notes_with_banks_read()
+    notes, banks = columns_of(Note, "n"), columns_of(Bank, "b")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [team.pk, ids])
+        cursor.execute(
+            f"SELECT {notes.select}, {banks.select} FROM {notes.table} n JOIN {banks.table} b ON b.id = n.bank_id "
+            "WHERE n.team_id = %s AND n.id = ANY(%s::bigint[])",
+            [team.pk, ids],
+        )
         rows = cursor.fetchall()
-    width = len(note_fields)
     found = {}
     for row in rows:
-        note = instance(Note, note_fields, note_converters, row[:width])
-        note.bank = instance(Bank, bank_fields, bank_converters, row[width:])
+        note = notes.instance(row[: notes.width])
+        note.bank = banks.instance(row[notes.width :])
         found[note.pk] = note
     return found
-
-
-@functools.cache
-def _notes_with_banks_read() -> tuple[str, list[str], list[str], Converters, Converters]:
-    quote = connection.ops.quote_name
-    notes, banks = Note._meta.concrete_fields, Bank._meta.concrete_fields
-    columns = [f"n.{quote(str(f.column))}" for f in notes] + [f"b.{quote(str(f.column))}" for f in banks]
-    sql = (
-        f"SELECT {', '.join(columns)} FROM {quote(Note._meta.db_table)} n "
-        f"JOIN {quote(Bank._meta.db_table)} b ON b.id = n.bank_id "
-        "WHERE n.team_id = %s AND n.id = ANY(%s::bigint[])"
-    )
-    return sql, [f.attname for f in notes], [f.attname for f in banks], converters_of(Note), converters_of(Bank)
 
 
 def visible_notes(

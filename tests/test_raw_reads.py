@@ -6,7 +6,7 @@ read what the querysets they replaced read, and only the team's."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Person
@@ -148,7 +148,7 @@ def test_recall_s_notes_are_the_team_s_whole_with_their_banks(tenant, person, ac
     assert notes_with_banks(team=tenant.team, ids=[]) == {}
 
 
-def test_a_reply_s_locked_turn_is_read_whole_with_its_conversation(tenant, person, conversation):
+def test_a_reply_s_locked_turn_is_read_whole_with_its_conversation(tenant, person, conversation, other_tenant):
     from conversations.models import Conversation, Turn
     from conversations.services import _locked_turn, take_turn
 
@@ -157,7 +157,7 @@ def test_a_reply_s_locked_turn_is_read_whole_with_its_conversation(tenant, perso
     ).turn
     Turn.objects.filter(pk=turn.pk).update(costs={"notes": 12}, degraded=["passages"], notes_used=[3, 4])
 
-    locked = _locked_turn(turn.pk)
+    locked = _locked_turn(turn)
 
     fresh = Turn.objects.select_related("conversation").get(pk=turn.pk)
     for field in Turn._meta.concrete_fields:
@@ -166,3 +166,5 @@ def test_a_reply_s_locked_turn_is_read_whole_with_its_conversation(tenant, perso
         assert getattr(locked.conversation, field.attname) == getattr(fresh.conversation, field.attname), field.attname
     assert locked.costs == {"notes": 12}  # JSON fields, decoded
     assert locked.notes_used == [3, 4]
+    with transaction.atomic(), pytest.raises(Turn.DoesNotExist):  # the turn's own team only
+        _locked_turn(Turn(pk=turn.pk, team_id=other_tenant.team.pk))
