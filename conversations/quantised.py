@@ -67,13 +67,29 @@ def closest(
     rescored = RESCORED if rescored is None else rescored
     query = np.asarray(query, dtype=np.float32)
     asked = signs(query[None, :])[:, 0]
-    differ = np.bitwise_count(words[0] ^ asked[0]).astype(np.int32)
-    for word, bits in zip(words[1:], asked[1:], strict=True):
-        differ += np.bitwise_count(word ^ bits)
-    differ[~present] = np.iinfo(np.int32).max  # no vector (yet, or any more): never a candidate
-    # Sorted, the rows' components are read in the order they lie in memory.
-    rows = (
-        np.sort(np.argpartition(differ, rescored)[:rescored]) if present.sum() > rescored else np.flatnonzero(present)
-    )
+    size = len(present)
+    # Summed word by word in 16 bits, through two scratch columns: a pass over 100,000 rows is a
+    # few tenths of a millisecond, and new columns of 64 and 32 bits each time cost as much again.
+    differ = np.zeros(size, dtype=np.uint16)
+    scratch, counted = np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint8)
+    for word, bits in zip(words, asked, strict=True):
+        np.bitwise_xor(word, bits, out=scratch)
+        np.bitwise_count(scratch, out=counted)
+        differ += counted
+    # In row order, the rows' components are read in the order they lie in memory.
+    rows = fewest(differ, present, rescored, 64 * len(words)) if present.sum() > rescored else np.flatnonzero(present)
     similarity = (codes[rows].astype(np.float32) @ query) * scales[rows]
     return rows, similarity
+
+
+def fewest(differ: np.ndarray, present: np.ndarray, count: int, most: int) -> np.ndarray:
+    """The `count` rows (of those `present`, which are more) whose signs differ least (`differ`, at
+    most `most`), in row order; of those that differ by as many as the last one taken, the latest
+    rows. Found by counting the rows at each distance (the distances are small integers), not by
+    partitioning them: a third of the time at 100,000 rows."""
+    differ[~present] = most + 1  # no vector (yet, or any more): never a candidate
+    edge = int(np.searchsorted(np.cumsum(np.bincount(differ, minlength=most + 2)), count))
+    below = np.flatnonzero(differ < edge)  # fewer than `count`: the rest are taken at the edge
+    tied = np.flatnonzero(differ == edge)[len(below) - count :]
+    rows: np.ndarray = np.sort(np.concatenate([below, tied]))
+    return rows

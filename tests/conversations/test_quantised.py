@@ -84,3 +84,28 @@ def test_a_zero_row_keeps_zero_and_scores_zero():
     assert not codes[1].any()
     rows, similarity = quantised.closest(list(quantised.signs(units)), codes, scales, np.ones(2, bool), units[0])
     assert dict(zip(rows.tolist(), similarity.tolist(), strict=True)) == {0: pytest.approx(1.0), 1: 0.0}
+
+
+def test_the_rows_whose_signs_differ_least_are_taken_and_ties_at_the_edge_go_to_the_latest():
+    rng = np.random.default_rng(3)
+    differ = rng.integers(0, 40, size=5_000).astype(np.uint16)
+    present = rng.random(5_000) > 0.1
+    rows = quantised.fewest(differ.copy(), present, 700, 384)
+    assert len(rows) == 700
+    assert len(set(rows.tolist())) == 700
+    assert (np.diff(rows) > 0).all()  # in row order
+    assert bool(present[rows].all())
+    edge = int(differ[rows].max())
+    left = np.setdiff1d(np.flatnonzero(present), rows)
+    assert int(differ[left].min()) >= edge  # nothing left out differs less than a row taken
+    assert set(np.flatnonzero(present & (differ < edge)).tolist()) <= set(rows.tolist())
+    tied_taken = rows[differ[rows] == edge]
+    tied_left = left[differ[left] == edge]
+    assert tied_left.size  # the edge's rows were not all taken
+    assert tied_taken.min() > tied_left.max()  # the latest of them were
+
+
+def test_absent_rows_are_never_taken_even_when_their_signs_agree_best():
+    differ = np.array([0, 0, 0, 5, 6, 7, 8], dtype=np.uint16)
+    present = np.array([False, False, False, True, True, True, True])
+    assert quantised.fewest(differ, present, 2, 64).tolist() == [3, 4]
