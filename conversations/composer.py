@@ -21,15 +21,18 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from accounts.models import Agent, Person, Team
+from config.exceptions import DomainError
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import PendingSearch, RankedMessages, start_search, worth_searching
 from memory import vectors
+from memory.banks import BanksRead, banks_read
 from memory.embedders import get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
-from memory.models import CONTENT_MAX
+from memory.models import CONTENT_MAX, Bank
 from memory.queries import KeptContents, TurnContext, TurnNote, note_contents, turn_notes
+from memory.validation import validate_scope
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +185,7 @@ class _Composer:
         self._vector: Future[tuple[Any, str]] | None = None  # the message's, from memory.vectors.embed_query
         self._search: PendingSearch | None = None  # the passages' search, begun (search)
         self._ranked: RankedMessages | None = None  # and ranked (finish_search), when there is one
+        self._banks: list[Bank] | None = None  # the notes' banks, when read with the history
         self._clock = time.perf_counter()
 
     def _lap(self, part: str) -> None:
@@ -253,7 +257,7 @@ class _Composer:
                 found = turn_notes(
                     team=self.team, person=self.person, agent=self.agent, scope=self.scope, context=self.context,
                     vector=message_vector, model=embedder.model if embedder else "",
-                    dim=embedder.dim if embedder else 0,
+                    dim=embedder.dim if embedder else 0, banks=self._banks,
                 )  # fmt: skip
                 text, digest_cut = budget.fit_lines(found.digest.split("\n"), allowed)
                 if digest_cut:
@@ -368,8 +372,9 @@ class _Composer:
 
     def _history(self) -> list[_Item]:
         """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees
-        them, without the runs of one role that could never be shown (see _HISTORY)."""
-        params = {
+        them, without the runs of one role that could never be shown (see _HISTORY). The notes'
+        banks are read in the same round trip (_banks_read)."""
+        params: dict[str, Any] = {
             "team": self.team.pk,
             "conversation": self.conversation.pk,
             "order": self.message.order,
@@ -384,11 +389,30 @@ class _Composer:
         # which runs as one transaction of its own outside an atomic block, and inside one, the
         # last statement gives the setting back.
         sql = _HISTORY.format(message=Message._meta.db_table)
+        statements = f"SET LOCAL enable_sort = off; {sql}; SET LOCAL enable_sort TO DEFAULT"
+        banks = self._banks_read()
+        if banks is not None:
+            statements = f"{statements}; {banks.sql}"
+            params.update(banks.params)
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL enable_sort = off; {sql}; SET LOCAL enable_sort TO DEFAULT", params)
+            cursor.execute(statements, params)
             cursor.nextset()
             rows = cursor.fetchall()
+            if banks is not None:
+                cursor.nextset()
+                cursor.nextset()
+                self._banks = banks.banks(cursor.fetchall())
         return _merge_roles(rows)
+
+    def _banks_read(self) -> BanksRead | None:
+        """The statement reading the banks the notes layer reads from, sent with the history: the
+        banks are read before the notes either way (turn_notes). None when the scope is not valid:
+        turn_notes says why, as it did before."""
+        try:
+            scope = validate_scope(self.scope)
+        except DomainError:
+            return None
+        return banks_read(team=self.team, person=self.person, scope=scope)
 
     def _message_vector(self) -> Any:
         """The message's vector if the turn has it already: never waited for here."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.db import connection
 
 from accounts.models import Agent, Person, Team
@@ -39,29 +42,53 @@ def applicable_banks_and_mutes(
 ) -> tuple[list[Bank], frozenset[str]]:
     """applicable_banks, and the categories the person muted for `agent` (none without one), read
     in the same round trip: recall needs both every time."""
-    wanted = [bank_id_for(Bank.Kind.GLOBAL, person, "")]
-    if scope:
-        wanted = [bank_id_for(Bank.Kind.PRIVATE, person, scope), bank_id_for(Bank.Kind.SHARED, None, scope), *wanted]
-    banks = _BANKS.format(columns=", ".join(map(connection.ops.quote_name, _BANK_FIELDS)))
+    read = banks_read(team=team, person=person, scope=scope)
     muted: frozenset[str] = frozenset()
     with connection.cursor() as cursor:
         if agent is None:
-            cursor.execute(banks, [team.pk, wanted])
+            cursor.execute(read.sql, read.params)
             rows = cursor.fetchall()
         else:
             # Two statements, one round trip (Django's psycopg cursors bind parameters client-side).
-            cursor.execute(f"{banks}; {_MUTES}", [team.pk, wanted, team.pk, person.pk, agent.pk])
+            params = {**read.params, "mute_person": person.pk, "mute_agent": agent.pk}
+            cursor.execute(f"{read.sql}; {_MUTES}", params)
             rows = cursor.fetchall()
             cursor.nextset()
             muted = frozenset(category for (category,) in cursor.fetchall())
-    found = (Bank.from_db(connection.alias, _BANK_FIELDS, row) for row in rows)
-    by_id = {bank.address: bank for bank in found}
-    return [by_id[address] for address in wanted if address in by_id], muted
+    return read.banks(rows), muted
+
+
+@dataclass(frozen=True)
+class BanksRead:
+    """The statement that reads the banks a turn for a person in a scope applies, for a caller that
+    sends it with statements of its own (the composer, with its history: one round trip)."""
+
+    sql: str  # parameters by name, prefixed bank_ (or mute_ for _MUTES)
+    params: dict[str, Any]
+    wanted: list[str]  # the banks' addresses, narrowest first
+
+    def banks(self, rows: list[tuple[Any, ...]]) -> list[Bank]:
+        """The banks of the statement's rows, narrowest first (applicable_banks' answer)."""
+        found = (Bank.from_db(connection.alias, _BANK_FIELDS, row) for row in rows)
+        by_id = {bank.address: bank for bank in found}
+        return [by_id[address] for address in self.wanted if address in by_id]
+
+
+def banks_read(*, team: Team, person: Person, scope: str) -> BanksRead:
+    """The statement applicable_banks runs, for a scope already validated (validate_scope)."""
+    wanted = [bank_id_for(Bank.Kind.GLOBAL, person, "")]
+    if scope:
+        wanted = [bank_id_for(Bank.Kind.PRIVATE, person, scope), bank_id_for(Bank.Kind.SHARED, None, scope), *wanted]
+    sql = _BANKS.format(columns=", ".join(map(connection.ops.quote_name, _BANK_FIELDS)))
+    return BanksRead(sql, {"bank_team": team.pk, "bank_addresses": wanted}, wanted)
 
 
 # Read by hand-written SQL: a turn and a recall read the banks every time, and compiling the
 # equivalent queryset cost more than running it. (No field of Bank converts what psycopg loads:
 # tests/test_raw_reads.py checks it, as from_db would not.)
 _BANK_FIELDS = [field.attname for field in Bank._meta.concrete_fields]
-_BANKS = f"SELECT {{columns}} FROM {Bank._meta.db_table} WHERE team_id = %s AND address = ANY(%s::text[])"
-_MUTES = f"SELECT category FROM {CategoryMute._meta.db_table} WHERE team_id = %s AND person_id = %s AND agent_id = %s"
+_BANKS = f"SELECT {{columns}} FROM {Bank._meta.db_table} WHERE team_id = %(bank_team)s AND address = ANY(%(bank_addresses)s::text[])"
+_MUTES = (
+    f"SELECT category FROM {CategoryMute._meta.db_table} "
+    "WHERE team_id = %(bank_team)s AND person_id = %(mute_person)s AND agent_id = %(mute_agent)s"
+)

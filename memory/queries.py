@@ -471,6 +471,7 @@ def turn_notes(
     model: str = "",
     dim: int = 0,
     content_cap: int = CONTENT_MAX,
+    banks: list[Bank] | None = None,
 ) -> TurnNotes:
     """Every applicable note of a turn, without its content, for the composer, and their digest.
 
@@ -487,13 +488,15 @@ def turn_notes(
     versions of the banks read, which the write path raises (memory.services.revisions), until
     the first of the notes expires. A turn then reads only the banks, and orders the kept notes by
     the distances of their current vectors, kept per bank version too (memory.kept_banks). The banks are read before the notes, so what is
-    kept is never older than the versions it is kept for.
+    kept is never older than the versions it is kept for. `banks`: the applicable banks, when the
+    caller read them already (memory.banks.banks_read; the composer sends it with its history).
     """
     context = context or TurnContext()
     scope = validate_scope(scope)
     refs = check_scope_refs(context.refs, "context.refs")
     tags = sorted(TagMatcher(team, context.tags).matching())
-    banks = applicable_banks(team=team, person=person, scope=scope)
+    if banks is None:
+        banks = applicable_banks(team=team, person=person, scope=scope)
     if not banks:
         return TurnNotes(banks, [], render_digest([], omitted=0, full_kinds=[]))
     now = timezone.now()

@@ -103,9 +103,9 @@ def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
 VISIBLE_NOTES = 2
 # One turn's composition, when its passages are all outside the window (one search, no retry):
 COMPOSE = (
-    1  # the newest messages of the conversation, for the window
+    1  # the newest messages of the conversation, for the window, and in the same round trip the
+    #    applicable banks, with their versions (the context has no tags: no ontology read)
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
-    + 1  # the applicable banks, with their versions (the context has no tags: no ontology read)
     + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
     #      shadowed, each with its description, its place in the digest's order, the length of its
     #      line and the hash of its text; kept by the process for these bank versions (see below)

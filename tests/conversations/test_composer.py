@@ -14,6 +14,7 @@ from conversations.composer import LAYERS, MEMORY_UNAVAILABLE_NOTICE, compose
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Message
 from conversations.services import record_message, take_turn, update_summary
+from memory.exceptions import InvalidNote
 from memory.services import remember
 from tests.factories import chat
 from tests.memory.embedding_server import Behaviour, embedding_settings
@@ -440,3 +441,21 @@ def test_the_window_read_is_what_reading_every_newest_message_gives(tenant, pers
     assert read.blocks == expected.blocks
     if ceiling >= 6_000:  # room for earlier exchanges: the comparison covers the deeper window
         assert "deeper_window" in {block.layer for block in read.blocks}
+
+
+def test_the_notes_banks_read_with_the_history_are_the_scopes_as_validated(tenant, person, actor, conversation):
+    # The composer sends the banks' read with its history; the scope it addresses them by is the
+    # one turn_notes validates (stripped), so the scoped banks' notes are shown, and only theirs.
+    remember(team=tenant.team, person=person, actor=actor, scope="project:apollo", bank="private", key="rocket",
+             description="Rocket", content="Saturn V")  # fmt: skip
+    remember(team=tenant.team, person=person, actor=actor, scope="project:zeus", bank="private", key="bolt",
+             description="Bolt", content="Thunder")  # fmt: skip
+    result = turn(tenant, person, conversation, "Tell me about the rocket", scope="  project:apollo ")
+    notes = next(b for b in result.blocks if b.layer == "notes").text
+    assert "Saturn V" in notes
+    assert "Thunder" not in notes
+
+
+def test_a_scope_that_is_not_valid_is_refused_as_before(tenant, person, conversation):
+    with pytest.raises(InvalidNote):
+        turn(tenant, person, conversation, "Hello there", scope="project:\u202eapollo")
