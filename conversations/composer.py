@@ -54,18 +54,21 @@ WITH newest AS (
     LIMIT %(fetch)s
 ),
 marked AS (
-    SELECT *, sum(chars) OVER newer - chars AS newer_chars,
+    SELECT id, role, content, "order", sum(chars) OVER newer - chars AS newer_chars,
            CASE WHEN role = lag(role) OVER newer THEN 0 ELSE 1 END AS starts_run
     FROM newest
     WINDOW newer AS (ORDER BY "order" DESC)
 ),
+-- What is newer than a run is what is newer than its newest message (newer_chars only grows,
+-- newest first): the largest newer_chars of a run's start so far. So both are running windows in
+-- the same order as the first, and no row is sorted by its run.
 runs AS (
-    SELECT *, sum(starts_run) OVER (ORDER BY "order" DESC) AS run FROM marked
-),
-shown AS (
-    SELECT *, min(newer_chars) OVER (PARTITION BY run) AS run_newer_chars FROM runs
+    SELECT id, role, content, "order", sum(starts_run) OVER newer AS run,
+           max(CASE WHEN starts_run = 1 THEN newer_chars END) OVER newer AS run_newer_chars
+    FROM marked
+    WINDOW newer AS (ORDER BY "order" DESC)
 )
-SELECT id, role, content FROM shown
+SELECT id, role, content FROM runs
 WHERE run <= 3 OR run_newer_chars <= %(ceiling)s
 ORDER BY "order"
 """
