@@ -387,10 +387,10 @@ class _Composer:
         # The newest messages are read backwards along the (team, conversation, order) index, never
         # by sorting every message of the conversation, or of the team: Postgres' statistics lag a
         # team's growth (a team too new to them looks empty, and its whole index scanned and sorted
-        # cost the large bench person 40-90 ms). enable_sort is off for this read only: the three
+        # cost the large bench person 40-90 ms). enable_sort is off for this read only: the
         # statements go in one round trip (Django's psycopg cursors bind parameters client-side),
         # which runs as one transaction of its own outside an atomic block, and inside one, the
-        # last statement gives the setting back.
+        # statement after it gives the setting back (before the banks' read, which sorts nothing).
         sql = _HISTORY.format(message=Message._meta.db_table)
         statements = f"SET LOCAL enable_sort = off; {sql}; SET LOCAL enable_sort TO DEFAULT"
         banks = self._banks_read()
