@@ -45,7 +45,7 @@ from django.db import connection
 
 from accounts.models import Agent, Person
 from conversations.models import Message, MessageVector
-from memory.indexing import namespace_for
+from memory.indexing import namespace_for, vector_text
 
 # id, conversation, order, when said (created_at, in microseconds since the epoch, as the SQL here and
 # kept_pairs' _SYNC read it: (extract(epoch FROM created_at) * 1000000)::bigint), role,
@@ -447,7 +447,7 @@ def similar_statement(
             + _APPROXIMATE_SQL.format(width=int(width))
             + ";SET LOCAL hnsw.ef_search TO DEFAULT",
             {
-                "query": vector_literal(vector),
+                "query": vector_text(vector),
                 "ef": depth,
                 "team": scope.team_id,
                 "namespace": namespace_for(scope.team_id),
@@ -459,7 +459,7 @@ def similar_statement(
             },
         ), "approximate"  # its rows' similarity is a float8
     params = {
-        "query": vector_literal(vector),
+        "query": vector_text(vector),
         "team": scope.team_id,
         "namespace": namespace_for(scope.team_id),
         "model": model,
@@ -470,11 +470,6 @@ def similar_statement(
         "limit": limit,
     }
     return Statement(_EXACT_SQL, params, distances=True), "exact"
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    """A vector as pgvector reads it from text."""
-    return "[" + ",".join(map(repr, vector.tolist())) + "]"
 
 
 # The pair's vectors scanned exactly, closest first (then the latest recorded): written by hand, as

@@ -22,7 +22,7 @@ from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
 from memory.exceptions import UnknownOntologyId
-from memory.indexing import namespace_for
+from memory.indexing import namespace_for, vector_text
 from memory.models import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -448,7 +448,7 @@ def _distances(*, team: Team, kept: _Kept, banks: list[Bank], vector: Any, model
     if found is not None:
         return {note_id: 1.0 - similarity for note_id, similarity in found.items()}
     params: dict[str, Any] = {
-        "vector": "[" + ",".join(map(repr, map(float, vector))) + "]",
+        "vector": vector_text(vector),
         "ids": "{" + ",".join(map(str, kept.ids)) + "}",
         "team": team.pk,
         "namespace": namespace_for(team.pk),

@@ -256,3 +256,25 @@ def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(setti
         vector, degraded = vectors.embed_query("a turn's message")
         assert vector is not None
         assert degraded == ""
+
+
+def test_a_vector_written_as_text_reads_back_as_the_same_float4s():
+    """vector_text writes each component in the 9 digits that give its float4 back: Postgres (pgvector)
+    reads back every bit, the smallest, largest and negative zero included."""
+    from django.db import connection
+
+    from memory.indexing import vector_text
+
+    rng = np.random.default_rng(11)
+    edges = np.array([1e-45, -1e-45, 1.1754942e-38, 3.4028235e38, -3.4028235e38, -0.0, 0.1, 1 / 3], dtype=np.float32)
+    vectors = [*rng.standard_normal((20, 384)).astype(np.float32), edges, np.float64([0.1, 0.2, 1 / 3])]
+    for vector in vectors:
+        text = vector_text(vector)
+        expected = np.asarray(vector, dtype=np.float32)
+        assert len(text) < len("[" + ",".join(map(repr, expected.tolist())) + "]")  # shorter than doubles
+        parsed = np.array([np.float32(float(part)) for part in text[1:-1].split(",")], dtype=np.float32)
+        assert parsed.tobytes() == expected.tobytes()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT vector_send(%s::vector)", [text])
+            (sent,) = cursor.fetchone()
+        assert np.frombuffer(bytes(sent), dtype=">f4", offset=4).astype(np.float32).tobytes() == expected.tobytes()
