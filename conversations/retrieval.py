@@ -389,6 +389,9 @@ def keyword_statement(scope: Scope, limit: int = CANDIDATES) -> Statement | None
     return Statement(sql, params)
 
 
+# The index's nearest, then the pair's among them. Their messages and conversations are read by
+# id: with a condition on the messages' team too, a team newer than Postgres' statistics had each
+# neighbour joined to every message of the team by the team's index (see _EXACT_SQL).
 _APPROXIMATE_SQL = """
 SELECT near.message_id, m.conversation_id, m."order", (extract(epoch FROM m.created_at) * 1000000)::bigint, m.role, 1 - near.distance
 FROM (
@@ -402,8 +405,7 @@ FROM (
 JOIN conversations_message m ON m.id = near.message_id
 JOIN conversations_conversation c ON c.id = m.conversation_id
 WHERE near.team_id = %(team)s AND near.namespace = %(namespace)s AND near.model = %(model)s
-  AND m.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-  AND near.distance < %(below)s
+  AND c.agent_id = %(agent)s AND c.person_id = %(person)s AND near.distance < %(below)s
 ORDER BY near.distance, near.message_id DESC
 LIMIT %(limit)s
 """
