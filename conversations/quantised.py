@@ -86,7 +86,8 @@ def fewest(differ: np.ndarray, present: np.ndarray, count: int, most: int) -> np
     """The `count` rows (of those `present`, which are more) whose signs differ least (`differ`, at
     most `most`), in row order; of those that differ by as many as the last one taken, the latest
     rows. Found by counting the rows at each distance (the distances are small integers), not by
-    partitioning them: a third of the time at 100,000 rows."""
+    partitioning them: a third of the time at 100,000 rows. Marks the absent rows in `differ`
+    (beyond `most`), which closest computes for this call alone."""
     differ[~present] = most + 1  # no vector (yet, or any more): never a candidate
     edge = int(np.searchsorted(np.cumsum(np.bincount(differ, minlength=most + 2)), count))
     below = np.flatnonzero(differ < edge)  # fewer than `count`: the rest are taken at the edge

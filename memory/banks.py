@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
 
 from accounts.models import Agent, Person, Team
+from config.prepared import columns_of
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute
 
@@ -69,8 +71,8 @@ class BanksRead:
 
     def banks(self, rows: list[tuple[Any, ...]]) -> list[Bank]:
         """The banks of the statement's rows, narrowest first (applicable_banks' answer)."""
-        found = (Bank.from_db(connection.alias, _BANK_FIELDS, row) for row in rows)
-        by_id = {bank.address: bank for bank in found}
+        columns = columns_of(Bank)
+        by_id = {bank.address: bank for bank in map(columns.instance, rows)}
         return [by_id[address] for address in self.wanted if address in by_id]
 
 
@@ -79,15 +81,17 @@ def banks_read(*, team: Team, person: Person, scope: str) -> BanksRead:
     wanted = [bank_id_for(Bank.Kind.GLOBAL, person, "")]
     if scope:
         wanted = [bank_id_for(Bank.Kind.PRIVATE, person, scope), bank_id_for(Bank.Kind.SHARED, None, scope), *wanted]
-    sql = _BANKS.format(columns=", ".join(map(connection.ops.quote_name, _BANK_FIELDS)))
-    return BanksRead(sql, {"bank_team": team.pk, "bank_addresses": wanted}, wanted)
+    return BanksRead(_banks_sql(), {"bank_team": team.pk, "bank_addresses": wanted}, wanted)
 
 
-# Read by hand-written SQL: a turn and a recall read the banks every time, and compiling the
-# equivalent queryset cost more than running it. (No field of Bank converts what psycopg loads:
-# tests/test_raw_reads.py checks it, as from_db would not.)
-_BANK_FIELDS = [field.attname for field in Bank._meta.concrete_fields]
-_BANKS = f"SELECT {{columns}} FROM {Bank._meta.db_table} WHERE team_id = %(bank_team)s AND address = ANY(%(bank_addresses)s::text[])"
+@functools.cache
+def _banks_sql() -> str:
+    """Read by hand-written SQL, every field through config.prepared.columns_of: a turn and a recall
+    read the banks every time, and compiling the equivalent queryset cost more than running it."""
+    columns = columns_of(Bank)
+    return f"SELECT {columns.select} FROM {columns.table} WHERE team_id = %(bank_team)s AND address = ANY(%(bank_addresses)s::text[])"
+
+
 _MUTES = (
     f"SELECT category FROM {CategoryMute._meta.db_table} "
     "WHERE team_id = %(bank_team)s AND person_id = %(mute_person)s AND agent_id = %(mute_agent)s"
