@@ -22,7 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
@@ -104,7 +107,7 @@ class Prepared[M: Model]:
         if compiled.locks and connection.get_autocommit():
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = [values[name] if name is not None else constant for name, constant in compiled.slots]
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
         return [compiled.columns.instance(row) for row in rows]
@@ -141,6 +144,23 @@ class Columns[T: Model]:
 
 
 _columns: dict[tuple[type[Model], str], Columns[Any]] = {}
+
+
+def statement_cursor() -> CursorWrapper:
+    """A cursor of the default connection whose statements Postgres prepares once per connection
+    and runs with a generic plan (DB_PREPARED_STATEMENTS, see the settings): for hot statements
+    whose SQL is fixed, as a Prepared read's or one written by hand is. It is Django's cursor
+    (execute wrappers, query logging, error wrapping) over a psycopg cursor that binds its values
+    server-side; Django's own bind client-side, and are never prepared.
+
+    One statement per execute (a prepared statement cannot hold several), and every value's type
+    must be clear to Postgres without its text: `%s::bigint[]` for an array sent as text. A
+    statement's generic plan is chosen without its values: a statement run through here should
+    have one plan that suits every value (tests/config/test_prepared.py checks the hot ones')."""
+    cursor = connection.cursor()
+    if settings.DB_PREPARED_STATEMENTS:
+        cursor.cursor = psycopg.Cursor(connection.connection)
+    return cursor
 
 
 def columns_of[T: Model](model: type[T], alias: str = "") -> Columns[T]:

@@ -135,6 +135,18 @@ if DB_POOL:
 else:
     # Without the pool, connections last DB_CONN_MAX_AGE seconds: one per thread that serves requests.
     DATABASES["default"]["CONN_MAX_AGE"] = DB_CONN_MAX_AGE
+# The hot statements written by hand (config.prepared.statement_cursor: the conversation search,
+# the notes' reads, the prepared ORM reads) are prepared by Postgres once per connection and run
+# with a generic plan: no statement parsed or planned again at every call (planning the search's
+# sync statement cost ~1 ms of the database's CPU a turn, its execution ~0.2). Only those cursors
+# bind their values server-side, so only they prepare: force_generic_plan touches nothing else.
+# DB_PREPARED_STATEMENTS=0 for a pooler that cannot keep prepared statements (PgBouncer in
+# transaction mode before 1.21, or without max_prepared_statements).
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", default=True)
+if DB_PREPARED_STATEMENTS:
+    _options = DATABASES["default"]["OPTIONS"]
+    _options["prepare_threshold"] = 0  # psycopg prepares a server-binding cursor's statement at its first run
+    _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)

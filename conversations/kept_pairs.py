@@ -53,6 +53,7 @@ from django.conf import settings
 from django.db import connection
 
 from accounts.models import Agent, Person
+from config.prepared import statement_cursor
 from conversations import quantised
 from conversations.models import Conversation, Message, MessageVector
 from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope
@@ -779,7 +780,7 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
         vector=_WITH_VECTOR if kept.where is not None else "NULL::bytea",
     )
     through = list(kept.conversations.items())
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             sql,
             {

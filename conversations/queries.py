@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts.models import Agent, Person
-from config.prepared import Prepared
+from config.prepared import Prepared, statement_cursor
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
@@ -233,7 +233,7 @@ def _read_hits(team_id: int, ids: list[int]) -> dict[int, Message]:
     sql = _HITS.format(
         columns=", ".join(connection.ops.quote_name(name) for name in _HIT_FIELDS), table=Message._meta.db_table
     )
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(sql, [team_id, ids])
         rows = cursor.fetchall()
     messages = (Message.from_db(connection.alias, _HIT_FIELDS, row) for row in rows)

@@ -44,6 +44,7 @@ from django.conf import settings
 from django.db import connection
 
 from accounts.models import Agent, Person
+from config.prepared import statement_cursor
 from conversations.models import Message, MessageVector
 from memory.indexing import namespace_for, vector_text
 
@@ -123,7 +124,7 @@ class Scope:
     @classmethod
     def of(cls, agent: Agent, person: Person, *, words: str = "", config: str = "simple") -> Scope:
         """The pair's size, and the lexemes of `words` read in `config`: one round trip."""
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             cursor.execute(
                 _SCOPE,
                 {"team": agent.team_id, "agent": agent.pk, "person": person.pk, "config": config, "words": words},
@@ -297,7 +298,7 @@ def _held_in_pair(scope: Scope, lexemes: list[str], enough: int) -> dict[str, in
                 held[lexeme] = kept[1]
     missing = [lexeme for lexeme in lexemes if lexeme not in held]
     if missing:
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             cursor.execute(
                 _HELD_IN_PAIR,
                 {
@@ -514,8 +515,11 @@ class Statement:
 
 def run_together(statements: list[Statement]) -> list[list[Row]]:
     """Each statement's rows, all sent in one round trip (about a millisecond each on a busy
-    machine). Together they run in one transaction, as any SET LOCAL among them expects."""
-    with connection.cursor() as cursor:
+    machine). Together they run in one transaction, as any SET LOCAL among them expects. One
+    statement alone runs prepared (config.prepared.statement_cursor), unless it holds several (SET
+    LOCAL around the approximate search's)."""
+    alone = len(statements) == 1 and ";" not in statements[0].sql
+    with statement_cursor() if alone else connection.cursor() as cursor:
         if len(statements) == 1:
             cursor.execute(statements[0].sql, statements[0].params)
         else:  # bound here, so that statements with their own parameters can share one string

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
-from config.prepared import Prepared, columns_of
+from config.prepared import Prepared, columns_of, statement_cursor
 from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
@@ -536,7 +536,7 @@ def _locked_turn(turn: Turn) -> Turn:
     (select_for_update, select_related) cost more CPU to build than the round trip. Raises
     Turn.DoesNotExist."""
     turns, conversations = columns_of(Turn, "t"), columns_of(Conversation, "c")
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             f"SELECT {turns.select}, {conversations.select} FROM {turns.table} t "
             f"JOIN {conversations.table} c ON c.id = t.conversation_id "

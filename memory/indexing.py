@@ -28,6 +28,7 @@ from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 
+from config.prepared import statement_cursor
 from config.redis import cache_redis
 from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.models import Note, NoteVector
@@ -213,7 +214,7 @@ class IndexedModel:
             f"AND {vectors}.model = %s AND {vectors}.dim = %s "
             f"WHERE {table}.id = ANY(%s::bigint[]){skip} ORDER BY {table}.id"
         )
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             cursor.execute(sql, [embedder.model, embedder.dim, list(ids), *skip_params])
             found = cursor.fetchall()
         names = ["id", "team_id", *self.text_fields]
@@ -270,7 +271,7 @@ SELECT (SELECT array_agg(id) FROM locked), (SELECT count(*) FROM stored)
             "model": embedder.model,
             "dim": embedder.dim,
         }
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             cursor.execute(sql, params)
             locked_ids, stored = cursor.fetchone()
         held = set(locked_ids or ())

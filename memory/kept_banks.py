@@ -20,10 +20,10 @@ from datetime import datetime
 from typing import Any, NamedTuple, cast
 
 import numpy as np
-from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
+from config.prepared import statement_cursor
 from memory.banks import applicable_banks_and_mutes
 from memory.indexing import NOTES, namespace_for, unit_from_binary
 from memory.language import ENGLISH
@@ -196,7 +196,7 @@ def _read_bank(team: Team, bank: Bank, now: datetime, earlier: KeptBank | None) 
         "marks": earlier.marks if earlier is not None else [],
         "texts": earlier is not None,
     }
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(_READ.format(note=Note._meta.db_table, text_hash=NOTES.text_hash_sql("n")), params)
         found = cursor.fetchall()
     place = {row.pk: index for index, row in enumerate(earlier.rows)} if earlier is not None else {}
@@ -453,7 +453,7 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
             if not held.present[local]:
                 wanted[kept.rows[local].pk] = (kept, held, local)
     if wanted:
-        with connection.cursor() as cursor:
+        with statement_cursor() as cursor:
             # Each vector in pgvector's binary form (memory.indexing.unit_from_binary).
             cursor.execute(_VECTORS.format(table=NoteVector._meta.db_table), {
                 "team": team.pk, "namespace": where[0], "model": model, "dim": dim, "ids": list(wanted),

@@ -12,12 +12,12 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection, models
+from django.db import models
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
-from config.prepared import columns_of
+from config.prepared import columns_of, statement_cursor
 from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
@@ -407,7 +407,7 @@ def _read_kept(
         "person": person.pk,
         "content_cap": content_cap,
     }
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     notes = [TurnNote(*row[:7]) for row in rows]
@@ -455,7 +455,7 @@ def _distances(*, team: Team, kept: _Kept, banks: list[Bank], vector: Any, model
         "model": model,
         "dim": dim,
     }
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(_DISTANCES.format(vector=NoteVector._meta.db_table), params)
         return {note_id: distance for note_id, hashed, distance in cursor if kept.hashes[note_id] == hashed}
 
@@ -535,7 +535,7 @@ def note_contents(*, team: Team, ids: list[int]) -> dict[int, str]:
     composer asks for it every turn, and compiling the equivalent queryset cost more than running it."""
     if not ids:
         return {}
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             f"SELECT id, content FROM {Note._meta.db_table} WHERE team_id = %s AND id = ANY(%s::bigint[])",
             [team.pk, ids],
@@ -550,7 +550,7 @@ def notes_with_banks(*, team: Team, ids: list[int]) -> dict[int, Note]:
     if not ids:
         return {}
     notes, banks = columns_of(Note, "n"), columns_of(Bank, "b")
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             f"SELECT {notes.select}, {banks.select} FROM {notes.table} n JOIN {banks.table} b ON b.id = n.bank_id "
             "WHERE n.team_id = %s AND n.id = ANY(%s::bigint[])",

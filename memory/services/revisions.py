@@ -15,6 +15,7 @@ from django.db.models.functions import Cast, Concat
 from django.db.models.sql import InsertQuery
 
 from accounts.models import Agent, Person, Team
+from config.prepared import statement_cursor
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import forget_kept_banks
@@ -46,7 +47,7 @@ def new_bank_version(bank_ids: list[int]) -> None:
         return
     # Locked in id order in one statement, as every writer does: two writers raising overlapping
     # sets of banks (a person's erasure, another person's mute of shared banks) never deadlock.
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             f"""
             UPDATE {Bank._meta.db_table} SET version = version + 1
@@ -67,7 +68,7 @@ def _insert_raising_version(revision: Revision, bank_id: int) -> None:
     compiler = query.get_compiler(connection=connection)
     compiler.returning_fields = meta.db_returning_fields
     [(insert, params)] = compiler.as_sql()
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         # A data-modifying WITH runs exactly once, whether or not the INSERT refers to it. One row:
         # its lock (which the writer usually holds already) needs no order.
         cursor.execute(

@@ -3,11 +3,14 @@ queryset reads, and refuses what it could not prepare."""
 
 from __future__ import annotations
 
-import pytest
-from django.db import transaction
-from django.db.transaction import TransactionManagementError
+import uuid
 
-from config.prepared import Prepared
+import pytest
+from django.db import connection, transaction
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext, override_settings
+
+from config.prepared import Prepared, statement_cursor
 from memory.models import Bank, Note
 from memory.services import remember
 from tests.factories import note_fields
@@ -78,3 +81,83 @@ def test_a_locking_read_runs_only_inside_a_transaction(tenant, person, actor):
         locking.first(pk=note.bank_id)
     with transaction.atomic():
         assert locking.first(pk=note.bank_id).pk == note.bank_id
+
+
+# --- statements Postgres prepares (statement_cursor) -----------------------------------------
+
+
+def _prepared(marker: str) -> list[tuple[str, int, int]]:
+    """This session's prepared statements whose text holds `marker`: (text, generic plans, custom plans)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE strpos(statement, %s) > 0",
+            [marker],
+        )
+        return cursor.fetchall()
+
+
+def test_a_statement_is_prepared_once_and_runs_its_generic_plan_with_each_value(tenant, person, actor, other_tenant):
+    keys = ["coffee", "tea", "juice"]
+    for key in keys:
+        remember(team=tenant.team, person=person, actor=actor, **note_fields(key=key, content=f"about {key}"))
+    marker = f"/* prepared-{uuid.uuid4().hex} */"
+    sql = f"SELECT content FROM {Note._meta.db_table} WHERE team_id = %(team)s AND key = %(key)s {marker}"
+
+    for key in keys:
+        with statement_cursor() as cursor:
+            cursor.execute(sql, {"team": tenant.team.pk, "key": key})
+            assert cursor.fetchall() == [(f"about {key}",)]  # each call's own value, bound
+    with statement_cursor() as cursor:  # scoped by the value: another team's notes are not its
+        cursor.execute(sql, {"team": other_tenant.team.pk, "key": "coffee"})
+        assert cursor.fetchall() == []
+
+    [(text, generic, custom)] = _prepared(marker)  # one statement, however many values ran through it
+    assert "$1" in text  # the values were bound by Postgres, not written in
+    assert "%(team)s" not in text
+    assert (generic, custom) == (len(keys) + 1, 0)
+
+
+def test_statements_are_not_prepared_when_prepared_statements_are_off(tenant):
+    marker = f"/* unprepared-{uuid.uuid4().hex} */"
+    with override_settings(DB_PREPARED_STATEMENTS=False), statement_cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {Note._meta.db_table} WHERE team_id = %s {marker}", [tenant.team.pk])
+        assert cursor.fetchall() == [(0,)]
+    assert _prepared(marker) == []
+
+
+def test_statements_run_prepared_are_seen_by_djangos_query_log(tenant):
+    marker = f"/* logged-{uuid.uuid4().hex} */"
+    with CaptureQueriesContext(connection) as queries, statement_cursor() as cursor:
+        cursor.execute(f"SELECT 1 {marker}")
+    [logged] = queries.captured_queries  # counted as any query is (the query-count pins rely on it)
+    assert marker in logged["sql"]
+
+
+def test_the_hot_reads_of_a_turn_and_a_search_run_prepared(tenant, person, actor):
+    """The conversation search's sync and hits, the notes' banks and contents: each is prepared once
+    and runs its generic plan every time (a read moved back to Django's cursor, which Postgres
+    parses and plans at every call, fails this)."""
+    from conversations.composer import compose
+    from conversations.queries import search_messages
+    from conversations.services import record_message, start_conversation
+
+    remember(team=tenant.team, person=person, actor=actor, **note_fields(key="coffee", content="Flat white"))
+    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    for text in ("I drink flat whites at the harbour", "Noted", "Where do I get coffee?"):
+        message = record_message(conversation=conversation, role="user", content=text)
+    before = {text: generic for text, generic, _ in _prepared("")}
+    for _ in range(2):
+        assert [
+            hit.message.content for hit in search_messages(agent=tenant.agent, person=person, query="flat whites")
+        ] == ["I drink flat whites at the harbour"]
+    compose(team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message)
+    ran = {text.lstrip(): (generic - before.get(text, 0), custom) for text, generic, custom in _prepared("")}
+    for start, times in (
+        ("WITH probed AS MATERIALIZED", 2),  # the pair's sync, at each search
+        ('SELECT "id", "team_id", "conversation_id"', 2),  # the hits' messages
+        ("WITH applicable AS", 1),  # the turn's notes
+    ):
+        found = [counts for text, counts in ran.items() if text.startswith(start)]
+        assert found, f"no prepared statement starts {start!r}"
+        assert all(custom == 0 for _, custom in found)
+        assert sum(generic for generic, _ in found) >= times
