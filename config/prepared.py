@@ -18,7 +18,7 @@ inside a transaction, as the queryset's must.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,43 @@ def statement_cursor() -> CursorWrapper:
     if settings.DB_PREPARED_STATEMENTS:
         cursor.cursor = psycopg.Cursor(connection.connection)
     return cursor
+
+
+Params = Sequence[Any] | Mapping[str, Any] | None
+
+
+def run_together(statements: Sequence[tuple[str, Params]]) -> list[list[tuple[Any, ...]] | None]:
+    """Each statement's rows (None for one that returns none, as SET), the statements sent in one
+    round trip and run in one transaction (outside an atomic block, one of their own: SET LOCAL
+    lasts until the last of them). Prepared (statement_cursor), they go through psycopg's pipeline;
+    with DB_PREPARED_STATEMENTS off, as one string of statements bound client-side."""
+    found: list[list[tuple[Any, ...]] | None] = []
+    if not settings.DB_PREPARED_STATEMENTS:
+        with connection.cursor() as cursor:
+            cursor.execute(";".join(cursor.mogrify(sql, params) for sql, params in statements))
+            for index in range(len(statements)):
+                if index:
+                    cursor.nextset()
+                found.append(cursor.fetchall() if cursor.description is not None else None)
+        return found
+    if len(statements) == 1:
+        with statement_cursor() as cursor:
+            cursor.execute(*statements[0])
+            return [cursor.fetchall() if cursor.description is not None else None]
+    cursors = []
+    try:
+        connection.ensure_connection()
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            for sql, params in statements:
+                cursor = statement_cursor()
+                cursors.append(cursor)
+                cursor.execute(sql, params)
+        for cursor in cursors:
+            found.append(cursor.fetchall() if cursor.description is not None else None)
+    finally:
+        for cursor in cursors:
+            cursor.close()
+    return found
 
 
 def columns_of[T: Model](model: type[T], alias: str = "") -> Columns[T]:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person, Team
 from accounts.services import get_or_create_person
-from config.prepared import Prepared, columns_of, statement_cursor
+from config.prepared import Prepared, columns_of, run_together, statement_cursor
 from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
@@ -52,18 +52,21 @@ def _check_content(content: str) -> str:
     return content
 
 
-# One round trip, whatever the conversation's length: both statements go in one simple query, which
-# Postgres runs as one transaction when none is open (and inside the caller's when one is). The
+# One round trip, whatever the conversation's length: both statements are sent together
+# (config.prepared.run_together), and Postgres runs them as one transaction when none is open (and inside the caller's when one is). The
 # UPDATE locks the conversation (so orders never collide) and counts what accrued for the curator;
 # the INSERT, a statement of its own and so reading after the lock was taken, appends the message
 # after the last one (the index on (team, conversation, order) finds it). Both name the
 # conversation by the same condition; when it matches no row, neither writes anything.
-_RECORD = """
+_RECORD = (
+    """
 UPDATE {conversation} c
 SET chars_since_curation = c.chars_since_curation + %(chars)s,
     exchanges_since_curation = c.exchanges_since_curation + %(exchanges)s
 WHERE {where}
-RETURNING {columns};
+RETURNING {columns}
+""",
+    """
 INSERT INTO {message} (team_id, conversation_id, role, content, language, "order", created_at, external_id)
 SELECT c.team_id, c.id, %(role)s, %(content)s, %(language)s,
        coalesce((SELECT max(m."order") FROM {message} m WHERE m.team_id = c.team_id AND m.conversation_id = c.id), 0) + 1,
@@ -71,7 +74,8 @@ SELECT c.team_id, c.id, %(role)s, %(content)s, %(language)s,
 FROM {conversation} c
 WHERE {where}
 RETURNING id, "order"
-"""
+""",
+)
 # How _record names the conversation: fixed SQL, the values always parameters.
 _BY_ID = "c.id = %(id)s"
 _BY_AGENT = _BY_ID + " AND c.team_id = %(team)s AND c.agent_id = %(agent)s"
@@ -130,22 +134,17 @@ def _record(
     language = text_search_config(content)
     created_at = created_at or timezone.now()
     conversations = columns_of(Conversation, "c")
-    sql = _RECORD.format(
-        conversation=Conversation._meta.db_table,
-        message=Message._meta.db_table,
-        where=where,
-        columns=conversations.select,
-    )
+    tables = {"conversation": Conversation._meta.db_table, "message": Message._meta.db_table, "where": where}
+    update, insert = (sql.format(**tables, columns=conversations.select) for sql in _RECORD)
     chars, exchanges = len(content), int(role == Message.Role.ASSISTANT)  # a reply closes an exchange
+    counts = {**params, "chars": chars, "exchanges": exchanges}
     values: dict[str, Any] = {
-        **params, "chars": chars, "exchanges": exchanges, "role": role, "content": content, "language": language,
-        "created_at": created_at, "external_id": external_id,
+        **params, "role": role, "content": content, "language": language, "created_at": created_at,
+        "external_id": external_id,
     }  # fmt: skip
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        counted = cursor.fetchone()
-        cursor.nextset()
-        appended = cursor.fetchone()
+    counted_rows, appended_rows = run_together([(update, counts), (insert, values)])  # one round trip
+    counted = counted_rows[0] if counted_rows else None
+    appended = appended_rows[0] if appended_rows else None
     if counted is None or appended is None:
         return None, None
     conversation = conversations.instance(counted)

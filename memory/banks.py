@@ -6,10 +6,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
-
 from accounts.models import Agent, Person, Team
-from config.prepared import columns_of
+from config.prepared import columns_of, run_together
 from memory.exceptions import InvalidNote
 from memory.models import Bank, CategoryMute
 
@@ -46,18 +44,17 @@ def applicable_banks_and_mutes(
     in the same round trip: recall needs both every time."""
     read = banks_read(team=team, person=person, scope=scope)
     muted: frozenset[str] = frozenset()
-    with connection.cursor() as cursor:
-        if agent is None:
-            cursor.execute(read.sql, read.params)
-            rows = cursor.fetchall()
-        else:
-            # Two statements, one round trip (Django's psycopg cursors bind parameters client-side).
-            params = {**read.params, "mute_person": person.pk, "mute_agent": agent.pk}
-            cursor.execute(f"{read.sql}; {_MUTES}", params)
-            rows = cursor.fetchall()
-            cursor.nextset()
-            muted = frozenset(category for (category,) in cursor.fetchall())
-    return read.banks(rows), muted
+    if agent is None:
+        [rows] = run_together([(read.sql, read.params)])
+    else:  # both in one round trip
+        rows, mutes = run_together(
+            [
+                (read.sql, read.params),
+                (_MUTES, {"bank_team": team.pk, "mute_person": person.pk, "mute_agent": agent.pk}),
+            ]
+        )
+        muted = frozenset(category for (category,) in mutes or ())
+    return read.banks(rows or []), muted
 
 
 @dataclass(frozen=True)

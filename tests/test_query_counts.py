@@ -103,8 +103,9 @@ def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
 VISIBLE_NOTES = 2
 # One turn's composition, when its passages are all outside the window (one search, no retry):
 COMPOSE = (
-    1  # the newest messages of the conversation, for the window, and in the same round trip the
-    #    applicable banks, with their versions (the context has no tags: no ontology read)
+    4  # one round trip (config.prepared.run_together), each statement counted: enable_sort off,
+    #    the newest messages of the conversation for the window, enable_sort back, and the
+    #    applicable banks with their versions (the context has no tags: no ontology read)
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
     + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
     #      shadowed, each with its description, its place in the digest's order, the length of its
@@ -195,8 +196,9 @@ def test_a_turn_through_the_api_makes_as_many_queries_for_30_rows_as_for_3(
         + 1  # the person, by the id the agent gave
         # The message, in one round trip that also finds the conversation named (this agent's with
         # this person only): UPDATE its counters for the curator, which locks it so orders never
-        # collide, then INSERT the message after the last one (INSERT ... SELECT max(order) + 1).
-        + 1
+        # collide, then INSERT the message after the last one (INSERT ... SELECT max(order) + 1):
+        # two statements, sent together (config.prepared.run_together)
+        + 2
         + COMPOSE
         + 1  # INSERT the turn, with its costs and the notes it used
         # After the response is sent (request_finished): the message's vector, the one the
@@ -279,7 +281,7 @@ def test_a_reply_through_the_api_reads_its_turn_s_conversation_with_the_turn(
         + 1  # the turn, this agent's only (a 404 otherwise)
         + 2  # SAVEPOINT / RELEASE: the reply is recorded atomically
         + 1  # the turn locked (its row only), read with its conversation
-        + 1  # the message: UPDATE the conversation's counters, INSERT after the last order (one round trip)
+        + 2  # the message: UPDATE the conversation's counters, INSERT after the last order (one round trip)
         + 1  # UPDATE the turn: its reply
     )
     with django_assert_num_queries(queries):

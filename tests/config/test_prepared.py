@@ -6,11 +6,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from config.prepared import Prepared, statement_cursor
+from config.prepared import Prepared, run_together, statement_cursor
 from memory.models import Bank, Note
 from memory.services import remember
 from tests.factories import note_fields
@@ -161,3 +161,42 @@ def test_the_hot_reads_of_a_turn_and_a_search_run_prepared(tenant, person, actor
         assert found, f"no prepared statement starts {start!r}"
         assert all(custom == 0 for _, custom in found)
         assert sum(generic for generic, _ in found) >= times
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "bound client-side"])
+def test_statements_run_together_give_each_its_rows_and_set_local_lasts_until_the_last(tenant, settings, prepared):
+    settings.DB_PREPARED_STATEMENTS = prepared
+    with transaction.atomic():  # inside a caller's transaction, as a write's statements run
+        found = run_together(
+            [
+                ("SET LOCAL enable_sort = off", None),
+                ("SELECT current_setting('enable_sort'), %(team)s::bigint", {"team": tenant.team.pk}),
+                ("SET LOCAL enable_sort TO DEFAULT", None),
+                ("SELECT id FROM accounts_team WHERE id = %s", [tenant.team.pk]),
+            ]
+        )
+    assert found == [None, [("off", tenant.team.pk)], None, [(tenant.team.pk,)]]
+    [[(setting,)]] = run_together([("SELECT current_setting('enable_sort')", None)])
+    assert setting == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "bound client-side"])
+def test_statements_run_together_commit_or_fail_together_outside_a_transaction(tenant, settings, prepared):
+    """Outside an atomic block they are one transaction of their own: a write before a failing
+    statement is not kept (the message's UPDATE and INSERT rely on it), and the error is Django's."""
+    settings.DB_PREPARED_STATEMENTS = prepared
+    team = tenant.team
+    with pytest.raises(DataError):
+        run_together(
+            [
+                ("UPDATE accounts_team SET name = %s WHERE id = %s", ["Renamed", team.pk]),
+                ("SELECT 1 / %s::int", [0]),
+            ]
+        )
+    team.refresh_from_db()
+    assert team.name != "Renamed"
+    assert connection.get_autocommit()  # the connection is usable, and back in autocommit
+    run_together([("UPDATE accounts_team SET name = %s WHERE id = %s", ["Renamed", team.pk]), ("SELECT 1", None)])
+    team.refresh_from_db()
+    assert team.name == "Renamed"
