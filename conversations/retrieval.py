@@ -44,6 +44,7 @@ from django.conf import settings
 from django.db import connection
 
 from accounts.models import Agent, Person
+from config import prepared
 from config.prepared import statement_cursor
 from conversations.models import Message, MessageVector
 from memory.indexing import namespace_for, vector_text
@@ -446,9 +447,7 @@ def similar_statement(
         # never the pooled connection's next user (and no BEGIN and COMMIT of its own, a round
         # trip each). Inside a caller's transaction the last statement puts the depth back.
         return Statement(
-            f"SET LOCAL hnsw.ef_search = {int(depth)};"
-            + _APPROXIMATE_SQL.format(width=int(width))
-            + ";SET LOCAL hnsw.ef_search TO DEFAULT",
+            _APPROXIMATE_SQL.format(width=int(width)),
             {
                 "query": vector_text(vector),
                 "ef": depth,
@@ -460,6 +459,8 @@ def similar_statement(
                 "below": below,
                 "limit": min(limit, APPROXIMATE_CANDIDATES),
             },
+            before=(f"SET LOCAL hnsw.ef_search = {int(depth)}",),
+            after=("SET LOCAL hnsw.ef_search TO DEFAULT",),
         ), "approximate"  # its rows' similarity is a float8
     params = {
         "query": vector_text(vector),
@@ -506,34 +507,30 @@ LIMIT %(limit)s
 
 @dataclass(frozen=True)
 class Statement:
-    """SQL for one half of the search; of its statements (;-separated) one returns rows."""
+    """SQL for one half of the search, with the settings that go before and after it (SET LOCAL)."""
 
     sql: str
     params: Mapping[str, Any] | Sequence[Any]
     distances: bool = False  # its rows end with a cosine distance, turned into the similarity
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 def run_together(statements: list[Statement]) -> list[list[Row]]:
     """Each statement's rows, all sent in one round trip (about a millisecond each on a busy
-    machine). Together they run in one transaction, as any SET LOCAL among them expects. One
-    statement alone runs prepared (config.prepared.statement_cursor), unless it holds several (SET
-    LOCAL around the approximate search's)."""
-    alone = len(statements) == 1 and ";" not in statements[0].sql
-    with statement_cursor() if alone else connection.cursor() as cursor:
-        if len(statements) == 1:
-            cursor.execute(statements[0].sql, statements[0].params)
-        else:  # bound here, so that statements with their own parameters can share one string
-            cursor.execute(";".join(cursor.mogrify(s.sql, s.params) for s in statements))
-        found: list[list[Row]] = []
-        while True:
-            if cursor.description is not None:
-                # As psycopg builds them, all at once: iterating the cursor and rebuilding each
-                # of up to 500 rows cost about half a millisecond.
-                found.append(cast(list[Row], cursor.fetchall()))
-            if not cursor.nextset():
-                break
-    if len(found) != len(statements):
-        raise RuntimeError(f"{len(statements)} statements gave {len(found)} sets of rows")
+    machine), prepared (config.prepared.run_together). Together they run in one transaction, as
+    any SET LOCAL among them expects."""
+    sent: list[tuple[str, Any]] = []
+    rows_at = []
+    for statement in statements:
+        sent += [(setting, None) for setting in statement.before]
+        rows_at.append(len(sent))
+        sent.append((statement.sql, statement.params))
+        sent += [(setting, None) for setting in statement.after]
+    # As psycopg builds them, all at once: iterating the cursor and rebuilding each of up to 500
+    # rows cost about half a millisecond.
+    results = prepared.run_together(sent)
+    found = [cast(list[Row], results[at] or []) for at in rows_at]
     return [
         [(pk, c, o, at, role, 1.0 - float(d)) for pk, c, o, at, role, d in rows] if statement.distances else rows
         for statement, rows in zip(statements, found, strict=True)

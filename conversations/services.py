@@ -53,8 +53,9 @@ def _check_content(content: str) -> str:
 
 
 # One round trip, whatever the conversation's length: both statements are sent together
-# (config.prepared.run_together), and Postgres runs them as one transaction when none is open (and inside the caller's when one is). The
-# UPDATE locks the conversation (so orders never collide) and counts what accrued for the curator;
+# (config.prepared.run_together), and Postgres runs them as one transaction when none is open (and
+# inside the caller's when one is). The UPDATE locks the conversation (so orders never collide)
+# and counts what accrued for the curator;
 # the INSERT, a statement of its own and so reading after the lock was taken, appends the message
 # after the last one (the index on (team, conversation, order) finds it). Both name the
 # conversation by the same condition; when it matches no row, neither writes anything.
