@@ -200,3 +200,19 @@ def test_statements_run_together_commit_or_fail_together_outside_a_transaction(t
     run_together([("UPDATE accounts_team SET name = %s WHERE id = %s", ["Renamed", team.pk]), ("SELECT 1", None)])
     team.refresh_from_db()
     assert team.name == "Renamed"
+
+
+def test_a_failure_among_statements_run_together_inside_a_transaction_rolls_back_to_its_savepoint(tenant):
+    team = tenant.team
+    with transaction.atomic():
+        run_together([("UPDATE accounts_team SET name = %s WHERE id = %s", ["Kept", team.pk]), ("SELECT 1", None)])
+        with pytest.raises(DataError), transaction.atomic():
+            run_together(
+                [
+                    ("UPDATE accounts_team SET name = %s WHERE id = %s", ["Lost", team.pk]),
+                    ("SELECT 1 / %s::int", [0]),
+                ]
+            )
+        # The transaction goes on from its savepoint: the first write is there, the second is not.
+        [[(name,)]] = run_together([("SELECT name FROM accounts_team WHERE id = %s", [team.pk])])
+    assert name == "Kept"
