@@ -368,6 +368,28 @@ def test_a_read_about_someone_deleted_before_it_was_written_costs_only_itself(ca
     assert "The retrieval audit lost 1 reads: their team, agent or person was deleted" in caplog.text
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reads_written_outside_a_transaction_take_one_statement_and_no_transaction_of_their_own():
+    """One INSERT for every pending read, run in autocommit: no BEGIN and COMMIT (a round trip
+    each) around it, after every audited request."""
+    from django.db import connection
+
+    tenant = make_tenant()
+    ada = PersonFactory.create(team=tenant.team, external_id="ada")
+    for query in ("one", "two"):
+        record_read(team=tenant.team, agent=tenant.agent, person=ada, tool="search", started=0.0, query=query)
+    ran = []
+
+    def spy(execute, sql, params, many, context):
+        ran.append((sql.split()[0].upper(), connection.in_atomic_block, connection.get_autocommit()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        assert flush_reads() == 2
+    assert ran == [("INSERT", False, True)]
+    assert sorted(Read.objects.values_list("query", flat=True)) == ["one", "two"]
+
+
 def test_erasure_blanks_the_queries_about_that_person_that_quote_what_was_erased(tenant, person, talk, memories, actor):
     """A search for the erased fact that found nothing still wrote the fact down in its query."""
     bob = PersonFactory.create(team=tenant.team, external_id="bob")
