@@ -159,6 +159,7 @@ def statement_cursor() -> CursorWrapper:
     have one plan that suits every value (tests/config/test_prepared.py checks the hot ones')."""
     cursor = connection.cursor()
     if settings.DB_PREPARED_STATEMENTS:
+        cursor.cursor.close()  # Django's client-side one, never used
         cursor.cursor = psycopg.Cursor(connection.connection)
     return cursor
 

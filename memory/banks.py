@@ -43,17 +43,11 @@ def applicable_banks_and_mutes(
     """applicable_banks, and the categories the person muted for `agent` (none without one), read
     in the same round trip: recall needs both every time."""
     read = banks_read(team=team, person=person, scope=scope)
-    muted: frozenset[str] = frozenset()
-    if agent is None:
-        [rows] = run_together([(read.sql, read.params)])
-    else:  # both in one round trip
-        rows, mutes = run_together(
-            [
-                (read.sql, read.params),
-                (_MUTES, {"bank_team": team.pk, "mute_person": person.pk, "mute_agent": agent.pk}),
-            ]
-        )
-        muted = frozenset(category for (category,) in mutes or ())
+    statements: list[tuple[str, Any]] = [(read.sql, read.params)]
+    if agent is not None:  # both in one round trip
+        statements.append((_MUTES, {"team": team.pk, "person": person.pk, "agent": agent.pk}))
+    rows, *mutes = run_together(statements)
+    muted = frozenset(category for rows_muted in mutes for (category,) in rows_muted or ())
     return read.banks(rows or []), muted
 
 
@@ -62,7 +56,7 @@ class BanksRead:
     """The statement that reads the banks a turn for a person in a scope applies, for a caller that
     sends it with statements of its own (the composer, with its history: one round trip)."""
 
-    sql: str  # parameters by name, prefixed bank_ (or mute_ for _MUTES)
+    sql: str  # parameters by name, prefixed bank_
     params: dict[str, Any]
     wanted: list[str]  # the banks' addresses, narrowest first
 
@@ -91,5 +85,5 @@ def _banks_sql() -> str:
 
 _MUTES = (
     f"SELECT category FROM {CategoryMute._meta.db_table} "
-    "WHERE team_id = %(bank_team)s AND person_id = %(mute_person)s AND agent_id = %(mute_agent)s"
+    "WHERE team_id = %(team)s AND person_id = %(person)s AND agent_id = %(agent)s"
 )
