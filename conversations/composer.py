@@ -338,8 +338,9 @@ class _Composer:
         if self._ranked is None or allowed <= len(PASSAGES_HEADER) + 1:
             return None, []
         # hits() leaves out the hidden ones before it counts; the four spare stand in for hits erased
-        # since the search, which are not read.
-        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + 4, exclude_ids=hidden)
+        # since the search, which are not read. Read ahead: a second pass, with the window's
+        # messages hidden too, mostly finds what it needs read by the first.
+        hits = self._ranked.hits(limit=settings.PASSAGES_MAX + 4, exclude_ids=hidden, read_ahead=True)
         lines = [_passage_line(hit.message) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
         if plan.overflowed:

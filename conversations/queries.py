@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -210,16 +211,45 @@ class RankedMessages:
     totals: dict[int, float]
     degraded: str = ""  # why the meaning half could not be used this time, when it could not
     team_id: int = 0  # the searched pair's
+    # What hits(read_ahead=True) has read, by id: the message's row, or None when it was erased (or gone).
+    _read: dict[int, tuple[Any, ...] | None] = field(default_factory=dict, repr=False)
+    _messages: dict[int, Message] = field(default_factory=dict, repr=False)
 
-    def hits(self, *, limit: int, exclude_ids: set[int] | None = None) -> list[MessageHit]:
+    def hits(self, *, limit: int, exclude_ids: set[int] | None = None, read_ahead: bool = False) -> list[MessageHit]:
         """The best `limit` candidates not in `exclude_ids`, read now: a message erased since the
-        search is not among them (and is not replaced)."""
+        search is not among them (and is not replaced).
+
+        With read_ahead, the next `limit` candidates beyond these are read too, and a later call
+        with read_ahead reads only candidates no such call has read: the composer settles its
+        passages against its window by asking again with more left out, within one turn, and finds
+        the candidates that move up read already (a second round trip cost it as much as the first).
+        Such a call sees an erasure as the first read of each candidate did."""
         excluded = exclude_ids or set()
-        ranked = [pk for pk in self.best_first if pk not in excluded][:limit]
+        wanted = [pk for pk in self.best_first if pk not in excluded]
+        ranked = wanted[:limit]
         if not ranked:
             return []
-        messages = _read_hits(self.team_id, ranked)
-        return [MessageHit(message=messages[pk], score=self.totals[pk]) for pk in ranked if pk in messages]
+        if not read_ahead:
+            rows = _hit_rows(self.team_id, ranked)
+            return [
+                MessageHit(message=Message.from_db(connection.alias, _HIT_FIELDS, rows[pk]), score=self.totals[pk])
+                for pk in ranked
+                if pk in rows
+            ]
+        if any(pk not in self._read for pk in ranked):
+            unread = [pk for pk in wanted[: 2 * limit] if pk not in self._read]
+            found = _hit_rows(self.team_id, unread)
+            self._read.update((pk, found.get(pk)) for pk in unread)
+        return [MessageHit(message=self._message(pk), score=self.totals[pk]) for pk in ranked if self._read[pk]]
+
+    def _message(self, pk: int) -> Message:
+        """The hit's message, built once from its row (the same object for every call)."""
+        message = self._messages.get(pk)
+        if message is None:
+            row = self._read[pk]
+            assert row is not None, pk  # hits() builds only the messages it found
+            message = self._messages[pk] = Message.from_db(connection.alias, _HIT_FIELDS, row)
+        return message
 
 
 # A hit's message with every column but its text-search vector (which no reader of a hit uses),
@@ -228,16 +258,18 @@ _HIT_FIELDS = [field.attname for field in Message._meta.concrete_fields if field
 _HITS = "SELECT {columns} FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) AND erased_at IS NULL"
 
 
-def _read_hits(team_id: int, ids: list[int]) -> dict[int, Message]:
-    """The messages of `ids` still not erased (in no order: ordering would cost a sort)."""
+def _hit_rows(team_id: int, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """The rows (_HIT_FIELDS) of the messages of `ids` still not erased, by id (in no order:
+    ordering would cost a sort)."""
     sql = _HITS.format(
         columns=", ".join(connection.ops.quote_name(name) for name in _HIT_FIELDS), table=Message._meta.db_table
     )
     with statement_cursor() as cursor:
         cursor.execute(sql, [team_id, ids])
-        rows = cursor.fetchall()
-    messages = (Message.from_db(connection.alias, _HIT_FIELDS, row) for row in rows)
-    return {message.pk: message for message in messages}
+        return {row[_HIT_ID]: row for row in cursor.fetchall()}
+
+
+_HIT_ID = _HIT_FIELDS.index("id")
 
 
 def rank_candidates(

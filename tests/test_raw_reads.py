@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Person
@@ -103,6 +104,35 @@ def test_hits_are_whole_messages_of_the_searched_team_and_never_erased_ones(tena
     assert elsewhere.hits(limit=5) == []
     erase_message(message=hits[0].message)
     assert [hit.message.pk for hit in ranked.hits(limit=5)] == [hit.message.pk for hit in hits[1:]]
+
+
+def test_hits_read_ahead_read_each_candidate_once_and_answer_as_a_fresh_read_would(tenant, person, conversation):
+    chat(conversation, [(f"Pottery class on day {n}", f"Have fun, try number {n}") for n in range(12)])
+    ranked = rank_candidates(agent=tenant.agent, person=person, query="pottery class")
+    best = ranked.best_first
+    assert len(best) >= 10
+
+    def fresh(excluded):
+        return [hit.message.pk for hit in ranked.hits(limit=3, exclude_ids=excluded)]
+
+    with CaptureQueriesContext(connection) as first_read:
+        first = ranked.hits(limit=3, read_ahead=True)
+    assert len(first_read) == 1
+    assert [hit.message.pk for hit in first] == best[:3] == fresh(set())
+    # The composer's second pass, with some of those hidden: the next three were read with them.
+    hidden = set(best[:2])
+    with CaptureQueriesContext(connection) as second_read:
+        second = ranked.hits(limit=3, exclude_ids=hidden, read_ahead=True)
+    assert len(second_read) == 0
+    assert [hit.message.pk for hit in second] == best[2:5] == fresh(hidden)
+    assert second[0].message is first[2].message
+    # Past what was read ahead, a call reads again; an erased candidate is left out, not replaced.
+    erase_message(message=Message.objects.get(pk=best[7]))
+    hidden = set(best[:5])
+    with CaptureQueriesContext(connection) as third_read:
+        third = ranked.hits(limit=3, exclude_ids=hidden, read_ahead=True)
+    assert len(third_read) == 1
+    assert [hit.message.pk for hit in third] == [best[5], best[6]] == fresh(hidden)
 
 
 def test_the_person_found_by_id_is_the_team_s_with_every_field(tenant, person, other_tenant, django_user_model):
