@@ -26,7 +26,7 @@ from config.prepared import run_together
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
-from conversations.queries import PendingSearch, RankedMessages, start_search, worth_searching
+from conversations.queries import PendingSearch, RankedMessages, meaning_text, start_search, worth_searching
 from memory import vectors
 from memory.banks import BanksRead, banks_read
 from memory.embedders import get_embedder
@@ -417,6 +417,19 @@ class _Composer:
             return None
         return banks_read(team=self.team, person=self.person, scope=scope)
 
+    def _search_text_soon(self) -> None:
+        """Start embedding what the passages' search embeds when it is not the message itself (a
+        message naming a date or a participant: conversations.queries.meaning_text), beside the
+        message's: the search asks for it only once the history is read. It then waits on this
+        embedding (memory.vectors.embed_query_soon). A search the ceiling leaves no room for has
+        had it embedded for nothing."""
+        text = self.message.content
+        if self.profile != "full" or settings.PASSAGES_MAX == 0 or not worth_searching(text):
+            return
+        meant = meaning_text(agent=self.agent, person=self.person, query=text)
+        if meant is not None and meant != text:
+            vectors.embed_query_soon(meant)
+
     def _message_vector(self) -> Any:
         """The message's vector if the turn has it already: never waited for here."""
         if self._vector is None or not self._vector.done() or self._vector.exception() is not None:
@@ -432,6 +445,7 @@ class _Composer:
         text = self.message.content
         if get_embedder() is not None and text.strip():
             self._vector = vectors.embed_query_soon(text)
+            self._search_text_soon()
         if self.profile == "memory_only":  # the current message is the whole window
             history = _merge_roles([(self.message.pk, self.message.role, self.message.content)])
         else:

@@ -300,6 +300,45 @@ def rank_candidates(
     return start_search(agent=agent, person=person, query=query, ranking=ranking, query_vector=query_vector).finish()
 
 
+@dataclass(frozen=True)
+class _ReadQuery:
+    """What a search makes of its query before it reads anything."""
+
+    query: str  # without the dates it names (searched as when things were said)
+    terms: list[str]  # the words half's words
+    dates: list[NamedDate]
+    meaning_query: str  # what the meaning half embeds: also without the participants' names
+    about: dict[str, str]  # the names of the side asked about (whose messages count whole)
+
+
+def _read_query(agent: Agent, person: Person, query: str, ranking: Ranking) -> _ReadQuery | None:
+    """The query as start_search searches it, or None when it holds no word to search."""
+    terms = meaningful_terms(query)
+    if not terms:
+        return None
+    named = _named_speakers(agent, person, query)
+    dates = named_dates(query) if ranking.dates else []
+    if dates:  # "What did Nate cook on 9 November, 2022?" asks by words and meaning "What did Nate cook?"
+        query = without_dates(query, dates) or query
+        terms = meaningful_terms(query) or terms
+    meaning_query = query
+    if ranking.unname and named:
+        terms = [term for term in terms if term not in named] or terms
+        pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
+        meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
+    about = _asked_about(named, query) if ranking.subject_first else named
+    return _ReadQuery(query, terms, dates, meaning_query, about)
+
+
+def meaning_text(*, agent: Agent, person: Person, query: str, ranking: Ranking = DEFAULT_RANKING) -> str | None:
+    """The text a search for `query` embeds for its meaning half: the query without the dates and
+    the participants' names it names (None when it searches nothing by meaning). A caller can
+    start embedding it before the search asks (memory.vectors.embed_query_soon): the search then
+    waits on that embedding, or finds its vector kept."""
+    read = _read_query(agent, person, query, ranking) if ranking.meaning else None
+    return read.meaning_query if read is not None else None
+
+
 def start_search(
     *,
     agent: Agent,
@@ -311,21 +350,11 @@ def start_search(
     """rank_candidates up to the query's vector: the pair synced and the words half run, while the
     query is still being embedded. PendingSearch.finish waits for the vector and ranks (the
     composer reads the turn's notes in between)."""
-    terms = meaningful_terms(query)
-    if not terms:
+    read = _read_query(agent, person, query, ranking)
+    if read is None:
         return PendingSearch(ranking=ranking)
     asked = query
-    named = _named_speakers(agent, person, query)
-    dates = named_dates(query) if ranking.dates else []
-    if dates:  # "What did Nate cook on 9 November, 2022?" asks by words and meaning "What did Nate cook?"
-        query = without_dates(query, dates) or query
-        terms = meaningful_terms(query) or terms
-    meaning_query = query
-    if ranking.unname and named:
-        terms = [term for term in terms if term not in named] or terms
-        pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
-        meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
-    about = _asked_about(named, query) if ranking.subject_first else named  # whose messages count whole
+    query, terms, dates, meaning_query, about = read.query, read.terms, read.dates, read.meaning_query, read.about
     # The query is embedded while the pair is read (or a vector kept from a recent embedding is
     # used: a turn's composer embeds its message first).
     configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks

@@ -120,9 +120,12 @@ class LocalMiniLM:
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         # Stored texts and search texts run under locks of their own: a search never queues behind
-        # a batch of stored texts (onnxruntime runs one session from several threads safely).
+        # a batch of stored texts (onnxruntime runs one session from several threads safely). Search
+        # texts run as many at once as there are cores, and at least two: a turn whose search
+        # embeds another text than its message (one naming a date or a participant) embeds the two
+        # side by side (conversations.composer).
         self._lock = threading.Lock()
-        self._query_lock = threading.Lock()
+        self._query_lock = threading.BoundedSemaphore(max(2, os.cpu_count() or 1))
         # The 8-bit session: loaded (built, the first time on a machine) in the background from the
         # first text or warm_up, checked against the reference session, then kept.
         self.quick = quick  # False: every text goes through the reference session
@@ -130,7 +133,9 @@ class LocalMiniLM:
         self._loader: threading.Thread | None = None
         self._loader_lock = threading.Lock()
 
-    def _run(self, session: Any, lock: threading.Lock, texts: list[str], batch_size: int) -> np.ndarray:
+    def _run(
+        self, session: Any, lock: threading.Lock | threading.BoundedSemaphore, texts: list[str], batch_size: int
+    ) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         # Each batch is padded to its longest text: batching texts of similar length wastes far
         # less work. Rows are written back in the caller's order.

@@ -41,9 +41,49 @@ _lock = threading.Lock()
 _EMBEDDING = ThreadPoolExecutor(max_workers=max(32, 4 * (os.cpu_count() or 1)), thread_name_prefix="query-vector")
 
 
+_IN_FLIGHT: dict[tuple[str, int, str], Future[tuple[np.ndarray | None, str]]] = {}  # being embedded
+
+
 def embed_query_soon(text: str) -> Future[tuple[np.ndarray | None, str]]:
-    """embed_query on a thread of its own, for a caller with database reads to do meanwhile."""
-    return _EMBEDDING.submit(embed_query, text)
+    """embed_query on a thread of its own, for a caller with database reads to do meanwhile.
+
+    A text being embedded already is not embedded again: the caller gets a future of that
+    embedding, one of its own (cancelling it leaves the other callers' alone). A composer starts
+    its search's text with its message's, and the search, asking for it later, waits on it."""
+    embedder = get_embedder()
+    if embedder is None:
+        return _EMBEDDING.submit(embed_query, text)
+    key = (embedder.model, embedder.dim, text)
+    with _lock:
+        running = _IN_FLIGHT.get(key)
+        started = running is None
+        if running is None:
+            running = _IN_FLIGHT[key] = _EMBEDDING.submit(embed_query, text)
+    if started:  # outside the lock: a callback added to a future already done runs at once
+        running.add_done_callback(lambda done: _landed(key, done))
+    yours: Future[tuple[np.ndarray | None, str]] = Future()
+    running.add_done_callback(lambda done: _pass_on(done, yours))
+    return yours
+
+
+def _landed(key: tuple[str, int, str], done: Future[tuple[np.ndarray | None, str]]) -> None:
+    with _lock:
+        if _IN_FLIGHT.get(key) is done:
+            del _IN_FLIGHT[key]
+
+
+def _pass_on(done: Future[tuple[np.ndarray | None, str]], yours: Future[tuple[np.ndarray | None, str]]) -> None:
+    """Give one caller's future the embedding's outcome (unless that caller cancelled it)."""
+    if done.cancelled():  # the executor shut down before it ran
+        yours.cancel()
+        return
+    if not yours.set_running_or_notify_cancel():
+        return
+    exception = done.exception()
+    if exception is not None:
+        yours.set_exception(exception)
+    else:
+        yours.set_result(done.result())
 
 
 def kept_query_vector(text: str) -> tuple[np.ndarray | None, str] | None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import time
 from unittest import mock
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 
 from conversations.composer import LAYERS, MEMORY_UNAVAILABLE_NOTICE, compose
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Message
+from conversations.queries import meaning_text
 from conversations.services import record_message, take_turn, update_summary
 from memory.exceptions import InvalidNote
 from memory.services import remember
@@ -459,3 +461,38 @@ def test_the_notes_banks_read_with_the_history_are_the_scopes_as_validated(tenan
 def test_a_scope_that_is_not_valid_is_refused_as_before(tenant, person, conversation):
     with pytest.raises(InvalidNote):
         turn(tenant, person, conversation, "Hello there", scope="project:\u202eapollo")
+
+
+def test_a_search_text_other_than_the_message_is_embedded_beside_it_before_the_history_is_read(
+    tenant, person, conversation, settings
+):
+    chat(conversation, [("I cooked a mushroom risotto for my sister", "That sounds lovely")], days_ago=3)
+    asked = "What did I cook on 9 November, 2022?"
+    meant = meaning_text(agent=tenant.agent, person=person, query=asked)
+    assert meant == "What did I cook ?"  # the search embeds the question without its date
+    behaviour = Behaviour(dim=8)
+
+    def asked_for() -> list[str]:
+        return [r["input"] if isinstance(r["input"], str) else r["input"][0] for r in list(behaviour.requests)]
+
+    before_history: list[bool] = []
+
+    def hold_the_history(execute, sql, params, many, context):
+        # The history is the turn's first read: wait there (a while) for the search text to be asked for.
+        if "enable_sort = off" in sql and not before_history:
+            deadline = time.monotonic() + 5
+            while meant not in asked_for() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            before_history.append(meant in asked_for())
+        return execute(sql, params, many, context)
+
+    with embedding_settings(settings, behaviour, model="m-search-text"):
+        message = record_message(conversation=conversation, role="user", content=asked)
+        with connection.execute_wrapper(hold_the_history):
+            result = compose(
+                team=tenant.team, agent=tenant.agent, person=person, conversation=conversation, message=message
+            )
+
+    assert before_history == [True]
+    assert sorted(asked_for()) == sorted([asked, meant])  # each embedded once: the search waited on it
+    assert "passages" not in result.degraded

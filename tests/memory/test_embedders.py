@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -161,6 +163,26 @@ def test_local_model_embeds_stored_and_search_texts_through_its_8_bit_copy_close
     assert np.all(agreement < 0.99999), agreement
     # Each text is still nearer its own reference vector than any other text's.
     assert np.array_equal(np.argmax(stored @ reference.T, axis=1), np.arange(len(SEARCH_TEXTS)))
+
+
+def test_two_search_texts_are_embedded_at_once(local_model):
+    local_model.warm_up()
+    session = local_model._quick
+    both_inside = threading.Barrier(2, timeout=10)  # broken unless two runs are in the session together
+
+    class Together:
+        def run(self, *args, **kwargs):
+            both_inside.wait()
+            return session.run(*args, **kwargs)
+
+    local_model._quick = Together()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            vectors = list(pool.map(local_model.embed_query, ["What did I cook?", "What did I cook on 9 May?"]))
+    finally:
+        local_model._quick = session
+    assert not both_inside.broken
+    assert np.array_equal(vectors[0], local_model.embed_query("What did I cook?"))
 
 
 def test_until_the_8_bit_copy_is_ready_texts_go_through_the_reference_session(tmp_path, settings):

@@ -258,6 +258,30 @@ def test_a_turn_embeds_its_query_once_and_a_failing_embedder_is_asked_once(setti
         assert degraded == ""
 
 
+def test_a_text_being_embedded_is_embedded_once_for_every_caller_and_a_cancel_is_the_caller_s_own(settings):
+    from memory import vectors
+
+    behaviour = Behaviour(mode="slow", delay=0.4, dim=8)
+    with embedding_settings(settings, behaviour, model="m-in-flight"):
+        settings.EMBEDDING_TIMEOUT = 30.0
+        first = vectors.embed_query_soon("what did the kitten eat?")
+        second = vectors.embed_query_soon("what did the kitten eat?")
+        dropped = vectors.embed_query_soon("what did the kitten eat?")
+        other = vectors.embed_query_soon("where did the kitten sleep?")
+        assert dropped.cancel()  # before the embedding ends: only this caller's future
+        (one, why), (two, _), (three, _) = first.result(30), second.result(30), other.result(30)
+        assert why == ""
+        assert one is two
+        assert not np.array_equal(one, three)
+        assert dropped.cancelled()
+        assert sorted(request["input"] if isinstance(request["input"], str) else request["input"][0]
+                      for request in behaviour.requests) == ["what did the kitten eat?", "where did the kitten sleep?"]  # fmt: skip
+        # Once it has landed, the text's vector is kept: a later call embeds nothing.
+        again, _ = vectors.embed_query_soon("what did the kitten eat?").result(30)
+        assert np.array_equal(again, one)
+        assert len(behaviour.requests) == 2
+
+
 def test_a_vector_written_as_text_reads_back_as_the_same_float4s():
     """vector_text writes each component in the 9 digits that give its float4 back: Postgres (pgvector)
     reads back every bit, the smallest, largest and negative zero included."""
