@@ -318,13 +318,13 @@ class _Composer:
         finish_search ranks). `room` is what the ceiling has left before the notes: when the
         passages could get nothing even with all of it, nothing is searched."""
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
-        if self.profile != "full" or settings.PASSAGES_MAX == 0 or allowed <= len(PASSAGES_HEADER) + 1:
+        if not self._searches() or allowed <= len(PASSAGES_HEADER) + 1:
             return
-        if not worth_searching(self.message.content):
-            return
-        self._search = start_search(
-            agent=self.agent, person=self.person, query=self.message.content, query_vector=self._vector
-        )
+        self._search = start_search(agent=self.agent, person=self.person, query=self.message.content)
+
+    def _searches(self) -> bool:
+        """Whether this turn searches its passages, if the ceiling leaves them room."""
+        return self.profile == "full" and settings.PASSAGES_MAX > 0 and worth_searching(self.message.content)
 
     def finish_search(self) -> None:
         if self._search is None:
@@ -423,9 +423,9 @@ class _Composer:
         message's: the search asks for it only once the history is read. It then waits on this
         embedding (memory.vectors.embed_query_soon). A search the ceiling leaves no room for has
         had it embedded for nothing."""
-        text = self.message.content
-        if self.profile != "full" or settings.PASSAGES_MAX == 0 or not worth_searching(text):
+        if not self._searches():
             return
+        text = self.message.content
         meant = meaning_text(agent=self.agent, person=self.person, query=text)
         if meant is not None and meant != text:
             vectors.embed_query_soon(meant)
@@ -441,7 +441,7 @@ class _Composer:
         self._clock = time.perf_counter()
         lap = self._lap
         # The message's vector is computed while the history and the notes are read (the notes are
-        # ordered by it, and the passages' search reuses it from memory.vectors' cache).
+        # ordered by it, and the passages' search waits on the same embedding: memory.vectors).
         text = self.message.content
         if get_embedder() is not None and text.strip():
             self._vector = vectors.embed_query_soon(text)

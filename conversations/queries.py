@@ -278,7 +278,6 @@ def rank_candidates(
     person: Person,
     query: str,
     ranking: Ranking = DEFAULT_RANKING,
-    query_vector: Future[tuple[np.ndarray | None, str]] | None = None,
 ) -> RankedMessages:
     """Every candidate of a search of this agent's conversations with this person, and no others,
     by words and by meaning, best first (RankedMessages.hits reads the best of them).
@@ -293,11 +292,8 @@ def rank_candidates(
     both, the first as the question's subject: _asked_about), the other side's messages keep
     OTHER_SPEAKER_SHARE of the sum. When the embedder is down the
     words alone answer, and the result says so.
-
-    `query_vector`: memory.vectors.embed_query_soon(query), when the caller has started it already
-    (the composer, for the turn's message); used when the meaning half searches the query as given.
     """
-    return start_search(agent=agent, person=person, query=query, ranking=ranking, query_vector=query_vector).finish()
+    return start_search(agent=agent, person=person, query=query, ranking=ranking).finish()
 
 
 @dataclass(frozen=True)
@@ -345,7 +341,6 @@ def start_search(
     person: Person,
     query: str,
     ranking: Ranking = DEFAULT_RANKING,
-    query_vector: Future[tuple[np.ndarray | None, str]] | None = None,
 ) -> PendingSearch:
     """rank_candidates up to the query's vector: the pair synced and the words half run, while the
     query is still being embedded. PendingSearch.finish waits for the vector and ranks (the
@@ -353,16 +348,15 @@ def start_search(
     read = _read_query(agent, person, query, ranking)
     if read is None:
         return PendingSearch(ranking=ranking)
-    asked = query
     query, terms, dates, meaning_query, about = read.query, read.terms, read.dates, read.meaning_query, read.about
-    # The query is embedded while the pair is read (or a vector kept from a recent embedding is
-    # used: a turn's composer embeds its message first).
+    # The query is embedded while the pair is read, or a vector kept from a recent embedding is
+    # used; an embedding of it already running is waited on (a turn's composer starts it first).
     configured = get_embedder()  # the pair keeps this model's vectors, whatever this search asks
     embedder = configured if ranking.meaning else None
     kept = kept_query_vector(meaning_query) if embedder is not None else None
     soon = None
     if embedder is not None and kept is None:
-        soon = query_vector if query_vector is not None and meaning_query == asked else embed_query_soon(meaning_query)
+        soon = embed_query_soon(meaning_query)
     vectors = (configured.model, configured.dim) if configured is not None else None
     words_asked = " ".join(terms) if ranking.words else ""
     with kept_pairs.synced(
