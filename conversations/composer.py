@@ -27,6 +27,7 @@ from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
 from conversations.queries import PendingSearch, RankedMessages, meaning_text, start_search, worth_searching
+from conversations.windows import ELLIPSIS, MIN_WINDOW_CHARS, Window, best_window
 from memory import vectors
 from memory.banks import BanksRead, banks_read
 from memory.embedders import get_embedder
@@ -150,14 +151,29 @@ def _line_chars(note: TurnNote) -> int:
     return _NOTE_LINE_FRAME + note.key_json_chars + note.content_json_chars
 
 
-def _passage_line(message: Message) -> str:
-    return json_line(
-        {
-            "when": message.created_at.date().isoformat(),
-            "who": "person" if message.role == Message.Role.USER else "agent",
-            "text": message.content,
-        }
-    )
+def _passage_line(message: Message, query: str, share: int) -> str:
+    """One passage: the message whole when its line fits in `share` characters, else the window of
+    it that matches the query best (conversations.windows), saying where in the message it is."""
+    record: dict[str, Any] = {
+        "when": message.created_at.date().isoformat(),
+        "who": "person" if message.role == Message.Role.USER else "agent",
+        "message": message.pk,
+    }
+    whole = json_line({**record, "text": message.content})
+    if len(whole) <= share:
+        return whole
+    length = len(message.content)
+    # The line around the window's text, its position as long as it can be; JSON's escapes (a line
+    # break is two characters) are paid for by a second, smaller window when the first overran.
+    frame = len(json_line({**record, "at": Window(length, length, length).position(), "text": ""}))
+    size = max(MIN_WINDOW_CHARS, share - frame - 2 * len(ELLIPSIS))
+    for _ in range(2):
+        window = best_window(message.content, query, size=size, language=message.language)
+        line = json_line({**record, "at": window.position(), "text": window.text(message.content)})
+        if len(line) <= share or size == MIN_WINDOW_CHARS:
+            break
+        size = max(MIN_WINDOW_CHARS, size - (len(line) - share))
+    return line
 
 
 class _Composer:
@@ -341,7 +357,10 @@ class _Composer:
         # since the search, which are not read. Read ahead: a second pass, with the window's
         # messages hidden too, mostly finds what it needs read by the first.
         hits = self._ranked.hits(limit=settings.PASSAGES_MAX + 4, exclude_ids=hidden, read_ahead=True)
-        lines = [_passage_line(hit.message) for hit in hits]
+        # Each passage's fair share of the layer: a long message shows the window of it that matches,
+        # so four passages can carry four pieces of evidence rather than one message's start.
+        share = (allowed - len(PASSAGES_HEADER)) // settings.PASSAGES_MAX - 1
+        lines = [_passage_line(hit.message, self.message.content, share) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], allowed, settings.PASSAGES_MAX)
         if plan.overflowed:
             self.passages_bound = budget.ceiling_binds(room, settings.PASSAGES_CHARS)

@@ -7,6 +7,10 @@ class ConversationNotFound(DomainError):
     code = "not_found"
 
 
+class MessageNotFound(DomainError):
+    code = "not_found"
+
+
 class MessageTooLong(DomainError):
     code = "too_long"
 

@@ -565,6 +565,30 @@ def recent_messages(
     return list(reversed(latest))
 
 
+def messages_around(*, agent: Agent, person: Person, message_id: int, each_side: int) -> list[Message] | None:
+    """A message of this agent's with this person and its neighbours in its conversation, up to
+    `each_side` before and after it by order, oldest first; erased ones say nothing and are left out.
+    None when the message is not theirs (or is erased)."""
+    centre = (
+        messages_between(agent, person)
+        .filter(pk=message_id, erased_at__isnull=True)
+        .values("conversation_id", "order")
+        .first()
+    )
+    if centre is None:
+        return None
+    return list(
+        Message.objects.filter(
+            team_id=agent.team_id,
+            conversation_id=centre["conversation_id"],
+            order__gte=centre["order"] - each_side,
+            order__lte=centre["order"] + each_side,
+        )
+        .not_erased()
+        .order_by("order")
+    )
+
+
 # --- history imports ---------------------------------------------------------------------------
 
 

@@ -83,6 +83,16 @@ def tokens(text: str, language: str = ENGLISH) -> list[str]:
     return [t for w in words(text) if (t := _analyser(language)(w))]
 
 
+def token_spans(text: str, language: str = ENGLISH) -> list[tuple[int, int, str]]:
+    """tokens(text, language), each with where its word starts and ends in the text."""
+    if language == ENGLISH:
+        return [
+            (m.start(), m.end(), stem(w)) for m in _WORD.finditer(text) if (w := m.group().lower()) not in STOP_WORDS
+        ]
+    analyse = _analyser(language)
+    return [(m.start(), m.end(), t) for m in _WORD.finditer(text) if (t := analyse(m.group().lower()))]
+
+
 # Stop-word lists Postgres ships besides English (memory/assets/stopwords, its tsearch_data copies).
 _STOP_WORD_DIR = Path(__file__).resolve().parent / "assets" / "stopwords"
 # The configurations whose words of ASCII letters Postgres reads as English (its snowball_create.pl).

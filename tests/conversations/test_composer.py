@@ -496,3 +496,27 @@ def test_a_search_text_other_than_the_message_is_embedded_beside_it_before_the_h
     assert before_history == [True]
     assert sorted(asked_for()) == sorted([asked, meant])  # each embedded once: the search waited on it
     assert "passages" not in result.degraded
+
+
+def test_a_fact_deep_in_a_long_message_is_found_and_its_window_shown(tenant, person, conversation, settings):
+    filler = "We went over the itinerary, the hotel and the trains one more time. " * 36  # 2,448 characters
+    fact = "The locker code at the Porto station is 4471."
+    long_message = filler + fact + " " + filler
+    chat(conversation, [("Can you plan my trip?", long_message)], days_ago=30)
+    chat(conversation, [(f"Unrelated chat number {i} about cooking pasta.", "Nice.") for i in range(6)], days_ago=20)
+    settings.COMPOSER_CEILING = 3_000  # the window cannot reach back to the trip
+    result = turn(tenant, person, conversation, "What was the locker code at the Porto station?")
+    passages = next(b for b in result.blocks if b.layer == "passages")
+    lines = [json.loads(line) for line in passages.text.splitlines() if line.startswith("{")]
+    shown = next(line for line in lines if fact in line["text"])
+    message = Message.objects.get(content=long_message)
+    assert shown["message"] == message.pk
+    assert shown["who"] == "agent"
+    start = long_message.index(fact)
+    assert shown["at"].startswith("chars ")
+    first, last = (int(n) for n in shown["at"].split()[1].split("-"))
+    assert first <= start
+    assert start + len(fact) <= last
+    assert shown["at"].endswith(f"of {len(long_message)}")
+    assert len(json.dumps(shown, ensure_ascii=False)) < len(long_message) // 4
+    assert passages.chars <= settings.PASSAGES_CHARS

@@ -89,7 +89,56 @@ def test_search_conversation_ranks_messages_matching_any_meaningful_word(tenant)
     results = response.json()["results"]
     assert next(r["snippet"] for r in results) == "I went to the LGBTQ support group yesterday"
     assert len(results) == 2  # "The weather was nice" shares no meaningful word
-    assert set(results[0]) == {"message_id", "conversation", "role", "snippet", "score", "created_at"}
+    assert set(results[0]) == {"message_id", "conversation", "role", "snippet", "window", "score", "created_at"}
+    assert results[0]["window"] == {"start": 0, "end": 43, "length": 43}
+
+
+def test_a_long_messages_hit_shows_the_sentences_that_match_and_where_they_are(tenant):
+    conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    filler = "Here is the plan for each day of the trip, with trains and hotels. " * 40
+    fact = "Your locker code at the Porto station is 4471."
+    content = filler + fact + " " + filler
+    tenant.client.post(url, {"role": "assistant", "content": content}, format="json")
+    tenant.client.post(url, {"role": "user", "content": "Thanks, what about the hotel?"}, format="json")
+    found = tenant.client.post(
+        "/api/v1/tools/search_conversation", {"person": "ada", "query": "locker code Porto station"}, format="json"
+    ).json()["results"][0]
+    assert fact in found["snippet"]
+    assert len(found["snippet"]) <= 402  # 400 and an ellipsis on each side
+    window = found["window"]
+    assert window["length"] == len(content)
+    assert window["start"] <= content.index(fact) < content.index(fact) + len(fact) <= window["end"]
+    assert found["snippet"].strip("…") == content[window["start"] : window["end"]].strip()
+
+
+def test_around_reads_a_hits_neighbours_whole_and_only_the_callers(tenant):
+    conversation_id = tenant.client.post("/api/v1/conversations", {"person": "ada"}, format="json").json()["id"]
+    url = f"/api/v1/conversations/{conversation_id}/messages"
+    ids = [
+        tenant.client.post(
+            url, {"role": ("user", "assistant")[i % 2], "content": f"message {i}"}, format="json"
+        ).json()["id"]
+        for i in range(9)
+    ]
+    tenant.client.delete(f"{url}/{ids[3]}")  # erased: a tombstone says nothing
+    search = "/api/v1/tools/search_conversation"
+    body = tenant.client.post(search, {"person": "ada", "around": ids[4], "limit": 2}, format="json").json()
+    assert body["results"] == []
+    assert [m["content"] for m in body["around"]] == ["message 2", "message 4", "message 5", "message 6"]
+    assert [m["id"] for m in body["around"]] == [ids[2], ids[4], ids[5], ids[6]]
+    both = tenant.client.post(
+        search, {"person": "ada", "query": "message", "around": ids[0], "limit": 1}, format="json"
+    ).json()
+    assert both["results"]
+    assert [m["content"] for m in both["around"]] == ["message 0", "message 1"]
+    # Another person's, an erased one, or none at all: the same 404, naming the field.
+    for person, message in (("bob", ids[4]), ("ada", ids[3]), ("ada", ids[-1] + 1000)):
+        refused = tenant.client.post(search, {"person": person, "around": message}, format="json")
+        assert refused.status_code == 404
+        assert refused.json()["error"]["field"] == "around"
+    neither = tenant.client.post(search, {"person": "ada"}, format="json")
+    assert neither.status_code == 400
 
 
 def test_recent_messages_returns_the_latest_oldest_first(tenant):

@@ -202,7 +202,8 @@ def test_passages_of_imported_history_show_its_date(tenant):
     assert body["conversation"] != Conversation.objects.get(external_id="c1").pk  # history is closed, not continued
     passages = next(block for block in body["blocks"] if block["layer"] == "passages")
     lines = [json.loads(line) for line in passages["text"].splitlines() if line.startswith("{")]
-    assert {"when": "2023-05-08", "who": "person", "text": "I adopted a greyhound called Biscuit"} in lines
+    biscuit = Message.objects.get(content="I adopted a greyhound called Biscuit")
+    assert {"when": "2023-05-08", "who": "person", "message": biscuit.pk, "text": biscuit.content} in lines
 
 
 def test_the_import_job_shows_counts_and_embedding_progress(tenant, index_inline):

@@ -6,7 +6,7 @@ keyword arguments: every tool takes `person`, and optionally `scope` and `contex
 """
 
 from datetime import datetime
-from typing import Any, Generic, Literal, Required, TypedDict, TypeVar
+from typing import Any, Generic, Literal, NotRequired, Required, TypedDict, TypeVar
 
 T = TypeVar("T")
 
@@ -95,8 +95,9 @@ class RecentMessagesArgs(ToolArgs, total=False):
 
 
 class SearchConversationArgs(ToolArgs, total=False):
-    query: Required[str]
+    query: str  # a query, or around, or both
     limit: int
+    around: int  # a message id: that message and its neighbours, whole
 
 
 # --- tool results -----------------------------------------------------------------------------
@@ -181,17 +182,25 @@ class RecentMessagesResult(TypedDict):
     messages: list[ToolMessage]
 
 
+class MessageWindow(TypedDict):
+    start: int
+    end: int
+    length: int
+
+
 class ConversationHit(TypedDict):
     message_id: int
     conversation: int
     role: str
-    snippet: str
+    snippet: str  # the message whole, or the sentences of it that match best
+    window: MessageWindow  # where the snippet sits in the message
     score: float
     created_at: str
 
 
 class SearchConversationResult(TypedDict):
     results: list[ConversationHit]
+    around: NotRequired[list[ToolMessage]]  # with around: the message and its neighbours
 
 
 # --- resources --------------------------------------------------------------------------------
