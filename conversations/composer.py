@@ -336,7 +336,9 @@ class _Composer:
         allowed = budget.allowance(room, settings.PASSAGES_CHARS)
         if not self._searches() or allowed <= len(PASSAGES_HEADER) + 1:
             return
-        self._search = start_search(agent=self.agent, person=self.person, query=self.message.content)
+        self._search = start_search(
+            agent=self.agent, person=self.person, query=self.message.content, now=self.message.created_at
+        )
 
     def _searches(self) -> bool:
         """Whether this turn searches its passages, if the ceiling leaves them room."""
@@ -445,7 +447,7 @@ class _Composer:
         if not self._searches():
             return
         text = self.message.content
-        meant = meaning_text(agent=self.agent, person=self.person, query=text)
+        meant = meaning_text(agent=self.agent, person=self.person, query=text, now=self.message.created_at)
         if meant is not None and meant != text:
             vectors.embed_query_soon(meant)
 

@@ -13,6 +13,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from accounts.models import Agent, Person
 from config.prepared import Prepared, statement_cursor
@@ -124,6 +125,8 @@ class Ranking:
     second_neighbour_share: float = SECOND_NEIGHBOUR_SHARE
     # Dates the query names are searched as when things were said, not as words (DATE_SHARE).
     dates: bool = True
+    # Relative ones too ("last Friday", "two weeks ago", "in May"), read against when it is asked.
+    relative_dates: bool = True
     # When the query names both sides, the side named first is the one it asks about ("What book
     # did Tim recommend to John?" is answered by Tim), unless the two are named together ("Jon and
     # Gina", "both"): the other side then keeps other_speaker_share, as when one side is named.
@@ -144,6 +147,7 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0, second_neighbour_share=0.0),
     "second neighbours' share (none)": replace(DEFAULT_RANKING, second_neighbour_share=0.0),
     "dates named in the query": replace(DEFAULT_RANKING, dates=False),
+    "relative dates (last Friday, two weeks ago, in May)": replace(DEFAULT_RANKING, relative_dates=False),
     "the side named first asked about, when both are": replace(DEFAULT_RANKING, subject_first=False),
 }
 
@@ -195,10 +199,12 @@ def rank_messages(
     limit: int = 5,
     exclude_ids: set[int] | None = None,
     ranking: Ranking = DEFAULT_RANKING,
+    now: datetime | None = None,
 ) -> MessageSearch:
     """Search this agent's conversations with this person, and no others, by words and by meaning:
-    the best `limit` hits of rank_candidates, leaving out `exclude_ids`."""
-    ranked = rank_candidates(agent=agent, person=person, query=query, ranking=ranking)
+    the best `limit` hits of rank_candidates, leaving out `exclude_ids`. `now` is when the query is
+    asked (its relative dates are read against it): the present unless given."""
+    ranked = rank_candidates(agent=agent, person=person, query=query, ranking=ranking, now=now)
     return MessageSearch(ranked.hits(limit=limit, exclude_ids=exclude_ids), ranked.degraded)
 
 
@@ -278,6 +284,7 @@ def rank_candidates(
     person: Person,
     query: str,
     ranking: Ranking = DEFAULT_RANKING,
+    now: datetime | None = None,
 ) -> RankedMessages:
     """Every candidate of a search of this agent's conversations with this person, and no others,
     by words and by meaning, best first (RankedMessages.hits reads the best of them).
@@ -293,7 +300,7 @@ def rank_candidates(
     OTHER_SPEAKER_SHARE of the sum. When the embedder is down the
     words alone answer, and the result says so.
     """
-    return start_search(agent=agent, person=person, query=query, ranking=ranking).finish()
+    return start_search(agent=agent, person=person, query=query, ranking=ranking, now=now).finish()
 
 
 @dataclass(frozen=True)
@@ -307,13 +314,14 @@ class _ReadQuery:
     about: dict[str, str]  # the names of the side asked about (whose messages count whole)
 
 
-def _read_query(agent: Agent, person: Person, query: str, ranking: Ranking) -> _ReadQuery | None:
+def _read_query(agent: Agent, person: Person, query: str, ranking: Ranking, now: datetime | None) -> _ReadQuery | None:
     """The query as start_search searches it, or None when it holds no word to search."""
     terms = meaningful_terms(query)
     if not terms:
         return None
     named = _named_speakers(agent, person, query)
-    dates = named_dates(query) if ranking.dates else []
+    today = (now or timezone.now()).astimezone(UTC).date()
+    dates = named_dates(query, today=today if ranking.relative_dates else None) if ranking.dates else []
     if dates:  # "What did Nate cook on 9 November, 2022?" asks by words and meaning "What did Nate cook?"
         query = without_dates(query, dates) or query
         terms = meaningful_terms(query) or terms
@@ -326,12 +334,14 @@ def _read_query(agent: Agent, person: Person, query: str, ranking: Ranking) -> _
     return _ReadQuery(query, terms, dates, meaning_query, about)
 
 
-def meaning_text(*, agent: Agent, person: Person, query: str, ranking: Ranking = DEFAULT_RANKING) -> str | None:
+def meaning_text(
+    *, agent: Agent, person: Person, query: str, ranking: Ranking = DEFAULT_RANKING, now: datetime | None = None
+) -> str | None:
     """The text a search for `query` embeds for its meaning half: the query without the dates and
     the participants' names it names (None when it searches nothing by meaning). A caller can
     start embedding it before the search asks (memory.vectors.embed_query_soon): the search then
     waits on that embedding, or finds its vector kept."""
-    read = _read_query(agent, person, query, ranking) if ranking.meaning else None
+    read = _read_query(agent, person, query, ranking, now) if ranking.meaning else None
     return read.meaning_query if read is not None else None
 
 
@@ -341,11 +351,12 @@ def start_search(
     person: Person,
     query: str,
     ranking: Ranking = DEFAULT_RANKING,
+    now: datetime | None = None,
 ) -> PendingSearch:
     """rank_candidates up to the query's vector: the pair synced and the words half run, while the
     query is still being embedded. PendingSearch.finish waits for the vector and ranks (the
     composer reads the turn's notes in between)."""
-    read = _read_query(agent, person, query, ranking)
+    read = _read_query(agent, person, query, ranking, now)
     if read is None:
         return PendingSearch(ranking=ranking)
     query, terms, dates, meaning_query, about = read.query, read.terms, read.dates, read.meaning_query, read.about

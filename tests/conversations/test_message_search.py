@@ -390,3 +390,24 @@ def test_a_date_the_query_names_is_when_things_were_said_not_words(tenant, perso
     assert any("harvest" in text for text in plain)
     # A date when nothing was said weighs nobody down: the ranking is the undated one's.
     assert ranked("What did I cook with lasagna on 1 March, 2001?") == ranked("What did I cook with lasagna?")
+
+
+def test_a_relative_date_is_read_against_when_the_query_is_asked(tenant, person, conversation):
+    from datetime import timedelta
+
+    from conversations.queries import DEFAULT_RANKING, Ranking
+
+    early = chat(conversation, [("I started listening to Phoebe Bridgers", "Great choice")], days_ago=40)[0]
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(later, [("I started listening to Taylor Swift again", "Nice")], days_ago=2)  # newer: first undated
+    asked = "Which artist did I start listening to two weeks ago?"
+    at = early.created_at + timedelta(days=14)  # asked two weeks after the early message
+
+    def ranked(ranking=DEFAULT_RANKING, now=at):
+        found = rank_messages(agent=tenant.agent, person=person, query=asked, limit=5, ranking=ranking, now=now)
+        return texts(found.hits)
+
+    assert ranked()[0] == "I started listening to Phoebe Bridgers"
+    assert ranked(Ranking(relative_dates=False))[0] == "I started listening to Taylor Swift again"
+    # Asked today, two weeks ago holds neither: nothing is weighed down.
+    assert ranked(now=None) == ranked(Ranking(relative_dates=False), now=None)
