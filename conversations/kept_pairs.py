@@ -56,7 +56,7 @@ from accounts.models import Agent, Person
 from config.prepared import statement_cursor
 from conversations import quantised
 from conversations.models import Conversation, Message, MessageVector
-from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope
+from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope, length_factor
 from memory.indexing import namespace_for, unit_from_binary
 
 logger = logging.getLogger(__name__)
@@ -247,6 +247,7 @@ class KeptPair:
         self.orders = _Column(np.int64)
         self.stamps = _Column(np.int64)  # created_at in microseconds since the epoch
         self.roles = _Column(np.int8)  # index in ROLES
+        self.lengths = _Column(np.int32)  # distinct lexemes (Postgres' length(search))
         self.alive = _Column(np.bool_)
         self.dead = 0
         self.holding: dict[str, _Postings] = {}  # lexeme -> the rows holding it
@@ -341,6 +342,7 @@ class KeptPair:
         self.orders.extend([row[2] for row in found])
         self.stamps.extend([row[4] for row in found])
         self.roles.extend([ROLES.index(row[5]) for row in found])
+        self.lengths.extend([len(row[6] or ()) for row in found])
         self.alive.extend(np.ones(len(found), dtype=bool))
         lexemes: list[str] = []
         holders: list[int] = []
@@ -413,10 +415,11 @@ class KeptPair:
 
     # --- the two halves -----------------------------------------------------------------
 
-    def keyword_candidates(self, lexemes: Iterable[str], limit: int) -> Found:
+    def keyword_candidates(self, lexemes: Iterable[str], limit: int, *, normalise: bool = True) -> Found:
         """conversations.retrieval.keyword_matches over the kept messages, every lexeme counted
         exactly: the summed inverse document frequency (over the pair) of the query's lexemes each
-        message holds, best first, then the latest said, then the latest recorded."""
+        message holds, times the length normalisation against the found messages' average length,
+        best first, then the latest said, then the latest recorded."""
         count = len(self)
         scores = np.zeros(count, dtype=np.float64)
         found = np.zeros(count, dtype=bool)
@@ -429,7 +432,11 @@ class KeptPair:
             d = len(rows)
             scores[rows] += math.log(1 + (n - d + 0.5) / (d + 0.5))
             found[rows] = True
-        return self._best(np.flatnonzero(found), scores, limit)
+        held = np.flatnonzero(found)
+        if normalise and len(held):
+            lengths = self.lengths.data[held].astype(np.float64)
+            scores[held] *= length_factor(lengths, float(lengths.mean()))
+        return self._best(held, scores, limit)
 
     def vector_view(self) -> VectorView:
         """The kept vectors as they are now, for a meaning half run after the pair's lock is let

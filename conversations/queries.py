@@ -112,6 +112,8 @@ class Ranking:
     benchmark measures the halves alone and each change switched off (bench/locomo_retrieval.py)."""
 
     words: bool = True  # the keyword half
+    # Its scores evened out for message length (conversations.retrieval.length_factor).
+    length_normalised: bool = True
     meaning: bool = True  # the vector half
     meaning_weight: float = MEANING_WEIGHT
     neighbour_share: float = NEIGHBOUR_SHARE
@@ -146,6 +148,7 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "neighbours' share 0.3 (0.5 before)": replace(DEFAULT_RANKING, neighbour_share=0.5),
     "neighbours' share (none)": replace(DEFAULT_RANKING, neighbour_share=0.0, second_neighbour_share=0.0),
     "second neighbours' share (none)": replace(DEFAULT_RANKING, second_neighbour_share=0.0),
+    "the words half's length normalisation": replace(DEFAULT_RANKING, length_normalised=False),
     "dates named in the query": replace(DEFAULT_RANKING, dates=False),
     "relative dates (last Friday, two weeks ago, in May)": replace(DEFAULT_RANKING, relative_dates=False),
     "the side named first asked about, when both are": replace(DEFAULT_RANKING, subject_first=False),
@@ -380,9 +383,11 @@ def start_search(
             meaning=embedder is not None,
         )  # fmt: skip
         if ranking.words and pair.kept is not None:
-            pending.keyword = pair.kept.keyword_candidates(pair.scope.lexemes, CANDIDATES)
+            pending.keyword = pair.kept.keyword_candidates(
+                pair.scope.lexemes, CANDIDATES, normalise=ranking.length_normalised
+            )
         elif ranking.words:
-            pending.words_query = keyword_statement(pair.scope)
+            pending.words_query = keyword_statement(pair.scope, normalise=ranking.length_normalised)
         if pair.kept is not None and pair.has_vectors:
             pending.view = pair.kept.vector_view()
     if soon is not None and pending.words_query is not None:  # the database reads while the query is embedded

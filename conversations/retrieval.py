@@ -108,6 +108,11 @@ INDEXED_WIDTHS = frozenset({384})
 # Candidates wanted from the approximate path (the index then gives at most hnsw.ef_search).
 APPROXIMATE_CANDIDATES = 100
 MAX_EF_SEARCH = 1_000
+# BM25's k1 and b for the words half's length normalisation (length_factor). Measured on the
+# LongMemEval tune half: without it, the words half ranked below plain BM25 (77.8 against 84.7 turn
+# recall@10); with it, 88.2.
+WORDS_K1 = 1.2
+WORDS_B = 0.75
 # How long this process keeps what it read of Postgres' statistics.
 STATISTICS_SECONDS = 300.0
 
@@ -229,7 +234,7 @@ STATISTICS = _Statistics()
 # vectors are never kept in a CTE (at 100,000 messages, materialising ~1,500 of them and reading
 # them back took a search's words half from 4.2 ms to 5.2 ms, rows fetched included).
 _FOUND_IN_TEAM = """
-    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has}
+    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, length(x.search) AS dl, {has}
     FROM (
         SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
         FROM conversations_message m
@@ -240,7 +245,7 @@ _FOUND_IN_TEAM = """
     WHERE c.agent_id = %(agent)s AND c.person_id = %(person)s
 """
 _FOUND_IN_PAIR = """
-    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, {has}
+    SELECT x.id, x.conversation_id, x."order", x.created_at, x.role, length(x.search) AS dl, {has}
     FROM conversations_conversation c
     CROSS JOIN LATERAL (
         SELECT m.id, m.conversation_id, m."order", m.created_at, m.role, m.search
@@ -255,9 +260,10 @@ _FOUND_IN_PAIR = """
 """
 _KEYWORD_SQL = """
 WITH matched AS MATERIALIZED ({found}),
-counts AS (SELECT {counts} FROM matched),
-weights AS MATERIALIZED (SELECT {weights} FROM counts)
-SELECT x.id, x.conversation_id, x."order", (extract(epoch FROM x.created_at) * 1000000)::bigint, x.role, {score} AS score
+counts AS (SELECT {counts}, avg(dl)::float8 AS avgdl FROM matched),
+weights AS MATERIALIZED (SELECT {weights}, greatest(avgdl, 1.0) AS avgdl FROM counts)
+SELECT x.id, x.conversation_id, x."order", (extract(epoch FROM x.created_at) * 1000000)::bigint, x.role,
+       ({score}) * {norm} AS score
 FROM matched x CROSS JOIN weights w
 ORDER BY score DESC, x.created_at DESC, x.id DESC
 LIMIT %(limit)s
@@ -319,16 +325,26 @@ def _held_in_pair(scope: Scope, lexemes: list[str], enough: int) -> dict[str, in
     return held
 
 
-def keyword_matches(scope: Scope, limit: int = CANDIDATES) -> list[Row]:
+def length_factor(lengths: np.ndarray, average: float) -> np.ndarray:
+    """BM25's length normalisation with a term frequency of one: what a message's summed weights are
+    multiplied by, for messages of `lengths` distinct lexemes against an `average` (the messages
+    found's). A long message holds more of any query's words by chance; this evens it out."""
+    typical = lengths / max(average, 1.0)
+    factor: np.ndarray = (WORDS_K1 + 1) / (1 + WORDS_K1 * (1 - WORDS_B + WORDS_B * typical))
+    return factor
+
+
+def keyword_matches(scope: Scope, limit: int = CANDIDATES, *, normalise: bool = True) -> list[Row]:
     """Every message of the pair holding one of the scope's lexemes, scored by
-    the summed inverse document frequency (over the pair) of the distinct lexemes it holds: BM25
-    with binary term frequency and no length normalisation. A name said in every other message
+    the summed inverse document frequency (over the pair) of the distinct lexemes it holds, times
+    BM25's length normalisation (length_factor; binary term frequency: a long assistant message
+    that says a word ten times is not ten times about it). A name said in every other message
     counts for little; a rare word for much. Best first."""
-    statement = keyword_statement(scope, limit)
+    statement = keyword_statement(scope, limit, normalise=normalise)
     return run_together([statement])[0] if statement is not None else []
 
 
-def keyword_statement(scope: Scope, limit: int = CANDIDATES) -> Statement | None:
+def keyword_statement(scope: Scope, limit: int = CANDIDATES, *, normalise: bool = True) -> Statement | None:
     """The query keyword_matches runs (None when there is nothing to find)."""
     lexemes = scope.lexemes
     if not lexemes or scope.messages == 0:
@@ -387,6 +403,11 @@ def keyword_statement(scope: Scope, limit: int = CANDIDATES) -> Statement | None
         counts=", ".join(counts),
         weights=", ".join(f"ln(1 + (%(n)s - d{i} + 0.5)::float8 / (d{i} + 0.5)) AS w{i}" for i in range(len(lexemes))),
         score=" + ".join(f"x.h{i} * w.w{i}" for i in range(len(lexemes))),
+        norm=(
+            f"({WORDS_K1 + 1!r} / (1 + {WORDS_K1!r} * (1 - {WORDS_B!r} + {WORDS_B!r} * x.dl / w.avgdl)))"
+            if normalise
+            else "1.0"
+        ),
     )
     return Statement(sql, params)
 

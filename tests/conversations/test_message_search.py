@@ -3,6 +3,8 @@ meaning together, neighbouring messages, the embedder being down, and isolation.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -411,3 +413,30 @@ def test_a_relative_date_is_read_against_when_the_query_is_asked(tenant, person,
     assert ranked(Ranking(relative_dates=False))[0] == "I started listening to Taylor Swift again"
     # Asked today, two weeks ago holds neither: nothing is weighed down.
     assert ranked(now=None) == ranked(Ranking(relative_dates=False), now=None)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept pair", "in SQL"])
+def test_the_words_half_evens_out_message_length(tenant, person, conversation, settings, kept):
+    from conversations.queries import DEFAULT_RANKING, Ranking
+
+    if not kept:
+        settings.SEARCH_KEPT_MESSAGES = 0
+    forget_kept_pairs()
+    short = "My pottery class starts on Monday"
+    rambling = (
+        "Here is everything about the studio: glazes, kilns, wheels, clay bodies, firing schedules, "
+        "studio etiquette, membership fees, parking, opening hours, safety rules, aprons, towels, "
+        "trimming tools, storage shelves, and the pottery class many members join."
+    )
+    chat(conversation, [(short, "Have fun!")], days_ago=10)
+    chat(conversation, [("Tell me about the studio", rambling)], days_ago=1)  # newer: first on a tie
+
+    def ranked(ranking):
+        asked = rank_messages(agent=tenant.agent, person=person, query="When is my pottery class?", ranking=ranking)
+        return texts(asked.hits)
+
+    words_only = Ranking(meaning=False)
+    assert ranked(words_only)[0] == short
+    # Both hold "pottery" and "class": without the normalisation they tie, and the newer goes first.
+    assert ranked(replace(words_only, length_normalised=False))[0] == rambling
+    assert ranked(DEFAULT_RANKING)[0] == short
