@@ -23,6 +23,7 @@ BENCHMARKS = {
     "curator": "bench.bench_curator",
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
+    "longmemeval": "bench.longmemeval",
     "reads": "bench.bench_reads",
     "http": "bench.bench_http",
     "load": "bench.bench_load",
