@@ -20,7 +20,7 @@ from conversations.queries import messages_between
 from conversations.services import erase_messages
 from memory.exceptions import UnknownSource
 from memory.models import Note
-from memory.provenance import Origin, Recorder, SourceRequest
+from memory.provenance import ErasedSources, Origin, Recorder, SourceRequest
 
 logger = logging.getLogger(__name__)
 
@@ -144,8 +144,9 @@ class ConversationProvenance:
     def source_count(self, note: Note) -> int:
         return _sources_of(note).count()
 
-    def erase_sources(self, note: Note) -> int:
-        return erase_messages(team=note.team, message_ids=list(_sources_of(note).values_list("pk", flat=True)))
+    def erase_sources(self, note: Note) -> ErasedSources:
+        erased = erase_messages(team=note.team, message_ids=list(_sources_of(note).values_list("pk", flat=True)))
+        return ErasedSources(messages=erased.messages, summaries=erased.summaries)
 
 
 def _sources_of(note: Note) -> QuerySet[Message]:

@@ -167,33 +167,40 @@ def _record(
     return conversation, message
 
 
-def _lock_rows(rows: QuerySet[Any]) -> None:
+def _lock_rows(rows: QuerySet[Any], *, no_key: bool = False) -> None:
     # FOR UPDATE of these rows only (not of what the default ordering would join in), in id order.
-    list(rows.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+    list(rows.select_for_update(of=("self",), no_key=no_key).order_by("pk").values_list("pk", flat=True))
 
 
 SUMMARY_REBUILD_TASK = "curator.tasks.rebuild_summary"
 
 
+@dataclass(frozen=True)
+class MessageErasure:
+    messages: int = 0  # erased now (already erased ones are skipped)
+    summaries: int = 0  # summaries cleared because they were built from one of them
+
+
 @transaction.atomic
-def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
+def erase_messages(*, team: Team, message_ids: Iterable[int]) -> MessageErasure:
     """Erase messages: each becomes a tombstone (order and role kept, content blanked, vector
     dropped), so it leaves passages, both searches, recent messages, the window and the curator's
     input. Every conversation that lost a message the summary was built from has its summary
     cleared in this transaction and marked stale: no later turn can read it, whether or not the
-    rebuild asked for on commit ever runs (the curator's catch-up asks again). Returns how many
-    messages were erased (already erased ones are skipped)."""
+    rebuild asked for on commit ever runs (the curator's catch-up asks again)."""
     rows = Message.objects.filter(team_id=team.pk, pk__in=list(message_ids), erased_at__isnull=True)
     conversation_ids = sorted(set(rows.values_list("conversation_id", flat=True)))
     # Conversations before messages, in id order, as record_message and the curator lock them.
     _lock_rows(Conversation.objects.filter(team_id=team.pk, pk__in=conversation_ids))
     # The index task locks a message before storing its vector (indexing.store_if_current), and
     # compares its text: it either stored first and its vector is deleted below, or finds the
-    # content blank and stores nothing.
-    _lock_rows(rows)
+    # content blank and stores nothing. No key update: a note written meanwhile may still name one
+    # as its source (a foreign key's share lock) without waiting on this erasure, which waits on
+    # that note's bank when it erases a note (memory.services.erase_note): no deadlock.
+    _lock_rows(rows, no_key=True)
     erased = list(rows.values_list("pk", "conversation_id", "order"))
     if not erased:
-        return 0
+        return MessageErasure()
     said_by_person: dict[int, list[str]] = {}
     for person_id, content in rows.values_list("conversation__person_id", "content"):
         said_by_person.setdefault(person_id, []).append(content)
@@ -210,18 +217,21 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> int:
     lowest: dict[int, int] = {}
     for _, conversation_id, order in erased:
         lowest[conversation_id] = min(order, lowest.get(conversation_id, order))
+    summaries = 0
     for conversation in Conversation.objects.filter(team_id=team.pk, pk__in=conversation_ids):
         if lowest[conversation.pk] <= conversation.curated_through:
-            _clear_summary(conversation, now=now)
-    return len(erased)
+            summaries += _clear_summary(conversation, now=now)
+    return MessageErasure(messages=len(erased), summaries=summaries)
 
 
-def _clear_summary(conversation: Conversation, *, now: datetime) -> None:
+def _clear_summary(conversation: Conversation, *, now: datetime) -> int:
+    """Clear the summary and ask for its rebuild; 1 if there was a summary to clear, else 0."""
     # The outcome line may name keys the curator built from what was said: it goes too.
     Conversation.objects.filter(pk=conversation.pk).update(
         summary="", summary_stale=True, summary_updated_at=now, last_curation_outcome=""
     )
     request_summary_rebuild(conversation=conversation)
+    return 1 if conversation.summary else 0
 
 
 @transaction.atomic
@@ -237,7 +247,7 @@ def erase_conversation(*, conversation: Conversation) -> int:
     ids = list(
         Message.objects.filter(team_id=conversation.team_id, conversation=conversation).values_list("pk", flat=True)
     )
-    count = erase_messages(team=conversation.team, message_ids=ids)
+    count = erase_messages(team=conversation.team, message_ids=ids).messages
     locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
     locked.summary = ""
     locked.summary_stale = False  # nothing is left to summarise
@@ -477,17 +487,36 @@ def take_turn(
         MESSAGES.schedule(recorded.pk)  # no turn, but the message stays: embedded like any other
         raise
     _embed_turn_message(recorded, composition.message_vector)
+    turn = record_turn(
+        agent=agent, person=person, conversation=conversation, message=recorded, profile=profile,
+        composition=composition, started=started,
+    )  # fmt: skip
+    return TurnResult(turn=turn, composition=composition)
+
+
+def record_turn(
+    *,
+    agent: Agent,
+    person: Person,
+    conversation: Conversation,
+    message: Message,
+    profile: str,
+    composition: Composition,
+    started: float,
+) -> Turn:
+    """The turn composed for `message`, and its row in the retrieval audit. Every path that gives an
+    agent memories for a reply records both: the API's turns (take_turn) and the demo's."""
     turn = Turn.objects.create(
-        team=team,
+        team_id=conversation.team_id,
         conversation=conversation,
-        message=recorded,
+        message=message,
         profile=profile,
         costs=composition.costs,
         degraded=composition.degraded,
         notes_used=composition.notes_used,
     )
     record_turn_read(turn=turn, agent=agent, person=person, composition=composition, started=started)
-    return TurnResult(turn=turn, composition=composition)
+    return turn
 
 
 def _embed_turn_message(message: Message, vector: Any) -> None:

@@ -9,6 +9,7 @@ been given instead of a reply.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -20,7 +21,7 @@ from accounts.services import get_or_create_person, link_person_to_user
 from config.exceptions import DomainError
 from conversations.composer import Composition, compose
 from conversations.models import Conversation, Message
-from conversations.services import conversation_for, end_conversation, record_message
+from conversations.services import conversation_for, end_conversation, record_message, record_turn
 from curator.providers import OpenAIProvider, ProviderError, get_provider
 from curator.services import curate_conversation
 from memory import plain
@@ -182,7 +183,9 @@ def _event(revision: Revision) -> DemoEvent:
         return DemoEvent("refused", key, plain.refusal_sentence(revision, viewer="", agent_names={}))
     if revision.action == Revision.Action.DELETE:
         # An erased note's key is gone from the log too (it can be built from what the note said).
-        return DemoEvent("delete", "a fact" if revision.erased else key, "what it said is erased.")
+        if revision.erased:
+            return DemoEvent("delete", "a fact", "what it said is erased, and so are the messages it was learned from.")
+        return DemoEvent("delete", key, "what it said is erased.")
     if revision.action == Revision.Action.CREATE:
         return DemoEvent("create", key, f"“{_content(revision.after)}”")
     return DemoEvent("update", key, f"“{_content(revision.before)}” → “{_content(revision.after)}”")
@@ -212,9 +215,15 @@ def say(who: Identity, text: str, previous: Change | None = None) -> DemoState:
         curate_conversation(conversation_id=conversation.pk)
     except ProviderError as exc:
         error = f"The memory step failed this time: {exc}"
+    started = perf_counter()
     composition = compose(
         team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only"
     )
+    # The coach is given the person's memories: a turn, in "What agents looked up about you" like any other.
+    record_turn(
+        agent=agent, person=person, conversation=conversation, message=message, profile="memory_only",
+        composition=composition, started=started,
+    )  # fmt: skip
     if settings.LLM_PROVIDER != "rules" and not error:  # an LLM is configured
         provider = get_provider()
         assert isinstance(provider, OpenAIProvider)  # LLM_PROVIDER is "openai": only it writes replies
@@ -257,7 +266,8 @@ def correct(who: Identity, note_id: int, content: str, previous: Change | None =
 
 
 def delete(who: Identity, note_id: int, previous: Change | None = None) -> DemoState:
-    """The visitor deletes one fact: it and what its history said are erased, as from the lens."""
+    """The visitor deletes one fact: erased as from the lens (erase_note), with what its history said,
+    the messages it was learned from and the summaries they fed."""
     current = peek(who, previous)
     note = _own_note(current, note_id)
     if note is None:

@@ -16,11 +16,13 @@ from django_stubs_ext import WithAnnotations
 
 from accounts.admin import PersonAdmin
 from accounts.models import Person
+from memory.exceptions import NoteNotFound
 from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
 from memory.services import (
     Actor,
     clear_latch,
     delete_note,
+    erase_note,
     erase_person,
     mute_category,
     unmute_category,
@@ -94,7 +96,7 @@ class NoteAdmin(admin.ModelAdmin[Note]):
     search_fields = ["key", "description", "bank__address"]
     list_select_related = ["bank", "team"]
     date_hierarchy = "updated_at"
-    actions = ["delete_through_write_path"]
+    actions = ["delete_through_write_path", "erase_selected"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Note | None = None) -> list[str]:
         return [field.name for field in Note._meta.fields]
@@ -119,6 +121,30 @@ class NoteAdmin(admin.ModelAdmin[Note]):
             delete_note(note=note, actor=_admin_actor(request), reason="deleted by an admin")
             count += 1
         messages.success(request, f"Deleted {count} note(s).")
+
+    @admin.action(description="Erase the selected notes, with the messages they were learned from")
+    def erase_selected(self, request: HttpRequest, queryset: QuerySet[Note]) -> TemplateResponse | None:
+        notes = list(queryset.select_related("bank", "team").order_by("pk"))
+        if request.POST.get("confirm") != "yes":
+            return TemplateResponse(
+                request,
+                "admin/memory/note/erase_confirmation.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Erase these notes?",
+                    "notes": notes,
+                    "opts": self.model._meta,
+                    "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                },
+            )
+        for note in notes:
+            try:
+                erased = erase_note(note=note, actor=_admin_actor(request))
+            except NoteNotFound:  # deleted since the confirmation page was shown
+                messages.warning(request, f"Note {note.pk} was deleted meanwhile; nothing to erase.")
+                continue
+            messages.success(request, f"Erased note {note.pk} ({note.bank.address}): {erased.summary()}")
+        return None
 
 
 @admin.register(Revision)

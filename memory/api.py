@@ -229,8 +229,11 @@ class NoteDetailApi(APIView):
         operation_id="notes_destroy",
         description=(
             "Deletes the note; the revision log keeps what it said (a logged delete). With erase=true and an "
-            "admin-capable key, erases it instead: its content leaves every revision of its bank and key, refused "
-            "attempts included, and its key is replaced there by erased-<id>; the events stay."
+            "admin-capable key, erases it instead, as the lens and every other erasure do: the note and its vector "
+            "go, its content leaves every revision of its bank and key (refused attempts included) and its key is "
+            "replaced there by erased-<id>; the messages it was learned from become tombstones and the "
+            "conversation summaries they fed are cleared (rebuilt from what is left); the events stay. `erased` "
+            "counts what went (present only when erased)."
         ),
         parameters=[
             OpenApiParameter("erase", OpenApiTypes.BOOL, description="Erase (admin-capable key only); default false."),
@@ -239,7 +242,14 @@ class NoteDetailApi(APIView):
             200: inline_serializer(
             "NoteDeleted",
             {"id": serializers.IntegerField(), "bank": serializers.CharField(), "key": serializers.CharField(),
-             "action": serializers.ChoiceField(choices=["deleted", "erased"])},
+             "action": serializers.ChoiceField(choices=["deleted", "erased"]),
+             "erased": inline_serializer(
+                 "NoteErased",
+                 {"revisions": serializers.IntegerField(help_text="Revisions whose content was blanked."),
+                  "messages": serializers.IntegerField(help_text="Messages it was learned from, now tombstones."),
+                  "summaries": serializers.IntegerField(help_text="Conversation summaries cleared, to be rebuilt.")},
+                 required=False,
+             )},
             ),
             **error_responses(403),
         },
@@ -249,8 +259,10 @@ class NoteDetailApi(APIView):
         if query_flag(request, "erase"):
             key = admin_key(request, "Erasing a note needs an admin-capable API key; without erase=true it is deleted.")
             bank, note_key = note.bank.address, note.key
-            services.erase_note(note=note, actor=admin_actor(request, key))
-            return Response({"id": note_id, "bank": bank, "key": note_key, "action": "erased"})
+            erased = services.erase_note(note=note, actor=admin_actor(request, key))
+            return Response(
+                {"id": note_id, "bank": bank, "key": note_key, "action": "erased", "erased": erased.as_dict()}
+            )
         result = services.delete_note(note=note, actor=tool_context(request).actor, reason="deleted through the API")
         return Response({"id": note_id, "bank": result.bank.address, "key": result.key, "action": "deleted"})
 

@@ -3,7 +3,8 @@
 Messages and turns belong to conversations, which builds on memory; memory reaches them only
 through the backend conversations registers at start-up (ConversationsConfig.ready), as it
 registers its tools and its vector index. The tools check and record the sources a write names;
-the lens shows a note's origins, and erasing a note there erases the messages it was learned from.
+the lens shows a note's origins, and erasing a note (memory.services.erase_note, whatever asks for
+it) erases the messages it was learned from and clears the summaries they fed.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from django.db import transaction
-
 from accounts.models import Agent, Person, Team
 from memory.exceptions import UnknownSource
 from memory.models import Note
-from memory.services import Actor, erase_note
 
 Recorder = Callable[[Note], None]
 
@@ -45,6 +43,15 @@ class Origin:
     during_turn: bool = False  # named as the turn the note was written during, not as a source
 
 
+@dataclass(frozen=True)
+class ErasedSources:
+    """What erasing a note's sources took: the messages, now tombstones, and the conversation
+    summaries built from them, cleared until rebuilt from what is left."""
+
+    messages: int = 0
+    summaries: int = 0
+
+
 class Backend(Protocol):
     def resolve(self, request: SourceRequest) -> Recorder: ...
 
@@ -52,7 +59,7 @@ class Backend(Protocol):
 
     def source_count(self, note: Note) -> int: ...
 
-    def erase_sources(self, note: Note) -> int: ...
+    def erase_sources(self, note: Note) -> ErasedSources: ...
 
 
 _backends: list[Backend] = []
@@ -81,10 +88,7 @@ def source_count(note: Note) -> int:
     return _backends[0].source_count(note) if _backends else 0
 
 
-@transaction.atomic
-def erase_note_and_sources(*, note: Note, actor: Actor) -> int:
-    """Erase a note and the messages it was learned from (a fact lives on in what it came from).
-    Returns how many messages were erased."""
-    erased = _backends[0].erase_sources(note) if _backends else 0  # before the note takes its sources along
-    erase_note(note=note, actor=actor)
-    return erased
+def erase_sources(note: Note) -> ErasedSources:
+    """Erase the messages a note was learned from (a fact lives on in what it came from), and clear
+    the summaries they fed. Only memory.services.erase_note calls this, in its transaction."""
+    return _backends[0].erase_sources(note) if _backends else ErasedSources()

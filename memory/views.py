@@ -20,6 +20,7 @@ from django.db.models import Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,12 +34,13 @@ from memory import plain
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, ErasePersonForm, NoteEditForm
 from memory.models import Bank, CategoryMute, Note, Revision
-from memory.provenance import erase_note_and_sources, origins_of, source_count
+from memory.provenance import origins_of, source_count
 from memory.queries import Digest, build_digest
 from memory.recall import Hit, recall_for_owner
 from memory.services import (
     Actor,
     edit_note,
+    erase_note,
     erase_person,
     mute_category,
     record_refused_call,
@@ -472,16 +474,22 @@ def note_edit(request: LensRequest, note_id: int) -> HttpResponse:
 @login_required
 def note_delete(request: LensRequest, note_id: int) -> HttpResponse:
     """GET asks for confirmation, saying how many messages the note was learned from; POST erases the
-    note through the write path (the note, its vector and the content of its revisions go; the log
-    keeps who did what, and when) and the messages it was learned from."""
+    note (erase_note: the note, its vector and the content of its revisions go, the log keeps who did
+    what, and when) and the messages it was learned from, with the summaries they fed."""
     note = _note_to_change(request, note_id)
     if request.method == "GET":
         return render(request, "memory/note_confirm_delete.html", {"note": note, "source_count": source_count(note)})
     try:
-        erased = erase_note_and_sources(note=note, actor=owner_actor(request))
+        erased = erase_note(note=note, actor=owner_actor(request))
     except NoteNotFound as exc:  # deleted meanwhile, by another tab or an agent
         raise Http404(exc.message) from exc
-    also = f" and the {erased} message{'s' if erased != 1 else ''} it was learned from" if erased else ""
+    also = ""
+    if erased.messages:
+        also = f" and the {erased.messages} message{pluralize(erased.messages)} it was learned from"
+    if erased.summaries:
+        also += (
+            f" (the conversation summar{pluralize(erased.summaries, 'y,ies')} they fed will be rebuilt without them)"
+        )
     messages.success(
         request, f"Deleted the note{also}. What it said is erased; the log keeps only that it was deleted."
     )

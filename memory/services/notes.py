@@ -18,7 +18,7 @@ from accounts.models import Person, Team
 from config.exceptions import DomainError
 from config.prepared import Prepared
 from config.text import TextKind, check_text
-from memory import indexing
+from memory import indexing, provenance
 from memory.banks import applicable_banks, bank_id_for, bank_kind_for
 from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
 from memory.models import CONTENT_MAX, Bank, Note, Revision
@@ -350,19 +350,47 @@ def forget(
     raise NoteNotFound(f"No note with key '{normalized}' applies here; nothing was forgotten.", field="key")
 
 
+@dataclass(frozen=True)
+class NoteErasure:
+    """What erasing a note took with it, besides the note and its vector."""
+
+    revisions: int  # revisions of its bank and key whose content was blanked
+    messages: int  # messages it was learned from, now tombstones
+    summaries: int  # conversation summaries those messages fed, cleared until rebuilt from what is left
+
+    def as_dict(self) -> dict[str, int]:
+        return {"revisions": self.revisions, "messages": self.messages, "summaries": self.summaries}
+
+    def summary(self) -> str:
+        def count(n: int, one: str, many: str) -> str:
+            return f"{n} {one if n == 1 else many}"
+
+        return (
+            f"blanked {count(self.revisions, 'revision', 'revisions')}, erased "
+            f"{count(self.messages, 'message', 'messages')} it was learned from and cleared "
+            f"{count(self.summaries, 'conversation summary', 'conversation summaries')} they fed."
+        )
+
+
 @transaction.atomic
-def erase_note(*, note: Note, actor: Actor) -> int:
-    """Erasure beats the log: the note goes, and so does its content from every revision of its bank
-    and key (refused attempts included), its key wherever the bank's log names it, and the notes
-    merged into it; the events stay. Returns how many revisions were blanked."""
+def erase_note(*, note: Note, actor: Actor) -> NoteErasure:
+    """The one erasure of a note, whichever path asks for it (the API, the lens, the admin, the
+    command, the demo, a person's erasure). The note and its vector go; so do the messages it was
+    learned from (tombstones) and the summaries they fed (cleared here, so no later turn reads them,
+    and rebuilt from what is left after commit). Erasure beats the log: its content leaves every
+    revision of its bank and key (refused attempts included), its key wherever the bank's log names
+    it, and the notes merged into it; the events stay."""
     note_id = note.pk
+    # Before the note: its provenance rows go with it.
+    sources = provenance.erase_sources(note)
     delete_note(note=note, actor=actor, reason=ERASED_REASON)
     # A query that found it may say what it said, and so may one that found nothing.
     reads.forget_reads_of(
         team=note.team, notes=[note_id], texts=[note.key, note.description, note.content], person_id=note.bank.person_id
     )
     event = Revision.objects.filter(team_id=note.team_id, note_id=note_id, action=Revision.Action.DELETE).latest("id")
-    return _erase_note_from_log(note=note, keep=event)
+    revisions = _erase_note_from_log(note=note, keep=event)
+    return NoteErasure(revisions=revisions, messages=sources.messages, summaries=sources.summaries)
 
 
 @transaction.atomic

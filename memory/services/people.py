@@ -1,7 +1,8 @@
 """Whole-person erasure: everything held about a person in a team, in one transaction.
 
-Memory erases its own part (the notes of the person's banks, what shared banks say of them, the
-content of their revisions, their mutes and banks) and asks every section other apps registered
+Memory erases its own part (the notes of the person's banks, each as every note is erased, with the
+messages it was learned from; what shared banks say of them; the content of their revisions, their
+mutes and banks) and asks every section other apps registered
 (memory.person_data: conversations with their messages, summaries, vectors and turns) to erase
 theirs. The revision log keeps its events (who, when, which action) with their content blank.
 """

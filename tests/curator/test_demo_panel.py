@@ -1,14 +1,16 @@
 """The demo's panel: notices that stay until the next change, a word when nothing is kept, corrections
-and deletes, and a signed-in login's demo memory that is its own and shows in its lens."""
+and deletes, and a signed-in login's demo memory that is its own and shows in its lens, with the
+demo's turns in what agents looked up about them."""
 
 from __future__ import annotations
 
 import pytest
 from django.test import Client
 
-from accounts.demo import DEMO_OWNER, ensure_demo
+from accounts.demo import DEMO_AGENT, DEMO_OWNER, ensure_demo
 from accounts.models import Person
-from memory.models import Note, Revision
+from conversations.models import Turn
+from memory.models import Note, Read, Revision
 from tests.fixtures import HTMX
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_on")]
@@ -50,7 +52,12 @@ def test_the_panel_corrects_and_deletes_a_fact(client):
     assert Revision.objects.filter(note_id=home.pk, action="update", actor="owner").exists()
 
     deleted = client.post(f"/demo/fact/{home.pk}/delete", headers=HTMX).content.decode()
-    assert "Deleted <strong>a fact</strong>: what it said is erased." in deleted
+    assert "Deleted <strong>a fact</strong>: what it said is erased, and so are the messages it was learned from." in (
+        deleted
+    )
+    # As in the lens, the message it was learned from goes with it (the name note learned from it stays).
+    assert "I live in Oslo" not in deleted
+    assert "Message erased." in deleted.split('class="transcript"')[1]
     assert "home-city" not in deleted.split('class="known"')[0]  # the notice names no key
     assert not Note.objects.filter(pk=home.pk).exists()
     assert "Tromsø" not in deleted  # erased, also from the notices of the earlier correction
@@ -91,3 +98,22 @@ def test_a_signed_in_login_without_a_demo_person_gets_one_linked_to_it(client, d
     person = Person.objects.get(user=user)
     assert person.external_id == "login-grace"
     assert "Their name is Grace." in client.get("/lens/").content.decode()
+
+
+def test_the_demos_turns_are_in_the_read_audit_and_in_what_agents_looked_up(client):
+    credentials = ensure_demo()
+    assert client.login(username=credentials.username, password=credentials.password)
+    say(client, "Hi, I'm Ada and I live in Oslo.")
+    say(client, "Where do I live?")
+
+    owner = Person.objects.get(team=credentials.team, external_id=DEMO_OWNER)
+    home = Note.objects.get(key="home-city", bank__person=owner)
+    reads = list(Read.objects.filter(team=credentials.team, person=owner).order_by("created_at", "id"))
+    assert [(read.tool, read.agent.slug) for read in reads] == [("turn", DEMO_AGENT)] * 2
+    asked = Turn.objects.get(pk=reads[1].turn_id)
+    assert asked.message.content == "Where do I live?"
+    assert (asked.profile, reads[1].query) == ("memory_only", "")  # a turn keeps its id, not the message
+    assert home.pk in reads[1].notes
+    page = client.get("/lens/reads/").content.decode()
+    assert page.count("was given memories for a turn") == 2
+    assert f'href="/m/{home.pk}"' in page

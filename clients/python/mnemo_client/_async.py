@@ -303,7 +303,9 @@ class AsyncMnemo:
 
     async def delete_note(self, note: int, *, erase: bool = False) -> NoteDeleted:
         """Delete a note and its vector; the revision log keeps the event and what the note said.
-        With erase=True (an admin-capable key), erase it: its content leaves the log too."""
+        With erase=True (an admin-capable key), erase it, as the lens does: its content leaves the log
+        too, the messages it was learned from are erased and the summaries they fed cleared; the
+        answer's `erased` counts what went."""
         params = {"erase": "true"} if erase else None
         return await self.request(Call("DELETE", f"/api/v1/notes/{segment(note)}", params=params))
 

@@ -318,11 +318,20 @@ class Note(TypedDict):
     expires_at: str | None
 
 
+class NoteErased(TypedDict):
+    """What erasing a note took with it, besides the note and its vector."""
+
+    revisions: int  # revisions whose content was blanked
+    messages: int  # messages it was learned from, now tombstones
+    summaries: int  # conversation summaries those messages fed, cleared until rebuilt
+
+
 class NoteDeleted(TypedDict):
     id: int
     bank: str
     key: str
     action: str  # deleted, or erased
+    erased: NotRequired[NoteErased]  # only when erased
 
 
 class PersonErased(TypedDict):
