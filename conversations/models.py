@@ -180,8 +180,9 @@ class Turn(models.Model):
 class NoteSource(models.Model):
     """Where a note came from: a message it was learned from, or the turn it was written during.
 
-    Erasing the note in the lens erases its source messages too; a message's erasure leaves the row
-    (it points at the tombstone). Deleting the note or the message takes the row with it.
+    Erasing the note (memory.services.erase_note, by whichever path) erases its source messages too;
+    a message's erasure leaves the row (it points at the tombstone). Deleting the note or the message
+    takes the row with it.
     """
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")

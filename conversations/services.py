@@ -488,7 +488,7 @@ def take_turn(
         raise
     _embed_turn_message(recorded, composition.message_vector)
     turn = record_turn(
-        agent=agent, person=person, conversation=conversation, message=recorded, profile=profile,
+        team=team, agent=agent, person=person, conversation=conversation, message=recorded, profile=profile,
         composition=composition, started=started,
     )  # fmt: skip
     return TurnResult(turn=turn, composition=composition)
@@ -496,6 +496,7 @@ def take_turn(
 
 def record_turn(
     *,
+    team: Team,
     agent: Agent,
     person: Person,
     conversation: Conversation,
@@ -507,7 +508,7 @@ def record_turn(
     """The turn composed for `message`, and its row in the retrieval audit. Every path that gives an
     agent memories for a reply records both: the API's turns (take_turn) and the demo's."""
     turn = Turn.objects.create(
-        team_id=conversation.team_id,
+        team=team,
         conversation=conversation,
         message=message,
         profile=profile,

@@ -221,7 +221,7 @@ def say(who: Identity, text: str, previous: Change | None = None) -> DemoState:
     )
     # The coach is given the person's memories: a turn, in "What agents looked up about you" like any other.
     record_turn(
-        agent=agent, person=person, conversation=conversation, message=message, profile="memory_only",
+        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only",
         composition=composition, started=started,
     )  # fmt: skip
     if settings.LLM_PROVIDER != "rules" and not error:  # an LLM is configured
