@@ -29,6 +29,7 @@ from memory.services.capacity import (
 )
 from memory.services.mutes import mute_category, unmute_category
 from memory.services.notes import (
+    NoteErasure,
     WriteResult,
     append_daily,
     append_observation,
@@ -45,6 +46,7 @@ from memory.services.revisions import Actor, record_refused_call
 
 __all__ = [
     "Actor",
+    "NoteErasure",
     "PersonErasure",
     "WriteResult",
     "append_daily",
