@@ -56,11 +56,22 @@ class ChatLine:
 
 
 @dataclass
+class KnownNote:
+    key: str
+    content: str
+    kind: str
+
+
+@dataclass
 class CurationRequest:
     messages: list[ChatLine]
     digest: str
     summary: str
     today: str
+    # The notes the digest lists, with their content: the rules provider matches what the person
+    # retracts against them. A model is given the digest alone (the notes' content could be 40 times 2,000
+    # characters); it corrects by key.
+    notes: list[KnownNote] = field(default_factory=list)
 
 
 @dataclass
@@ -89,8 +100,14 @@ Propose operations as JSON matching the schema:
   correct it; one fact per key). kind is identity (who they are: name, health constraints), preference,
   fact, or ephemeral (passing states like being on a train; give expires_in_hours).
 - forget: a remembered key that is no longer true and has no replacement.
+- edit: replace a passage of a remembered note (find, exactly as the note holds it) with content
+  (empty removes it), when only part of the note is no longer true.
 - append_daily: one line about what happened today worth keeping.
-Each remember and append_daily cites in `sources` the ids of the messages it rests on.
+When the person retracts or changes something remembered ("I'm not vegetarian anymore", "I no longer
+work at X", "I stopped running"), update the note that says it (remember under the same key with the
+new value, or edit) or forget it, with a `reason` quoting their words; never leave it standing.
+Questions, hypotheticals and what others do or said retract nothing.
+Each remember, edit and append_daily cites in `sources` the ids of the messages it rests on.
 Also write `summary`: the running summary of the conversation so far, at most 1,500 characters.
 Propose nothing that is not supported by the person's own words."""
 

@@ -1,8 +1,10 @@
-"""The offline `rules` provider: common personal facts in English, and duplicate merges.
+"""The offline `rules` provider: common personal facts in English, what the person takes back, and
+duplicate merges.
 
 Keys come from a fixed vocabulary (name, home-city, employer, allergy-<x>, diet, pet-<name>,
 preference-<thing>, current-state), because everything here rests on the key: a correction must
-land on top of the original, not beside it.
+land on top of the original, not beside it. A retraction (curator.retractions) lands on the lines
+of the known notes that state what was taken back, whoever wrote them.
 """
 
 from __future__ import annotations
@@ -11,35 +13,55 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, cast
 
-from curator.schemas import ConsolidationPlan, CuratorPlan, Drop, ForgetOp, Merge, NoteKind, RememberOp
+from curator.retractions import (
+    ANYMORE,
+    END,
+    END_PHRASE,
+    ORG,
+    PLACE,
+    Retraction,
+    find_retractions,
+    plain_statement,
+)
+from curator.schemas import (
+    ConsolidationPlan,
+    CuratorPlan,
+    Drop,
+    EditOp,
+    ForgetOp,
+    Merge,
+    NoteKind,
+    RememberOp,
+)
 from memory.text import normalize_key
 
 if TYPE_CHECKING:
-    from curator.providers import ConsolidationRequest, CurationRequest
-
-# A capitalised name ends at punctuation or at the next lowercase word ("Bergen last week").
-_END = r"(?=[.,!?;:]|$|\s+[a-z])"
-# A lowercase phrase ends at punctuation or at a joining word ("peanuts and ...").
-_END_PHRASE = r"(?=[.,!?;:]|$|\s+(?:and|but|with|since|now|because|for|so|too|when|if)\b)"
-_PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
-_ORG = r"([A-Z][\w&'.-]*(?:\s+[A-Z&][\w&'.-]*){0,3})"
+    from curator.providers import ConsolidationRequest, CurationRequest, KnownNote
 
 NAME = [
     re.compile(r"\b(?i:my name)(?:'s| is)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"),
     re.compile(r"\b(?i:call me|I am called|I'm called)\s+([A-Z][\w'-]+)"),
     re.compile(r"^(?:hi|hello|hey)[,!.]?\s+(?:there[,!.]?\s+)?(?:I'm|I am)\s+([A-Z][\w'-]+)", re.IGNORECASE),
 ]
-MOVED = re.compile(r"\bI(?:'ve| have)?\s+(?:just\s+|recently\s+)?moved\s+to\s+" + _PLACE + _END)
-LIVES = re.compile(r"\bI\s+(?:live|am living|'m living|currently live)\s+in\s+" + _PLACE + _END)
-LEFT_JOB = re.compile(
-    r"\bI\s+(?:just\s+)?(?:left|quit|resigned from|was laid off from|got laid off from|was fired from|no longer work (?:at|for))\s+"
-    + _ORG
-    + _END
+MOVED = re.compile(
+    r"\bI(?:'ve| have)?\s+(?:just\s+|recently\s+)?moved\s+(?:(?:from|out of|away from)\s+"
+    + PLACE
+    + r"\s+)?to\s+"
+    + PLACE
+    + END
 )
-WORKS = re.compile(r"\bI\s+(?:work|am working|'m working|started working)\s+(?:at|for)\s+" + _ORG + _END)
+LIVES = re.compile(r"\bI\s+(?:live|am living|'m living|currently live)\s+in\s+" + PLACE + END)
+WORKS = re.compile(
+    r"\b(?:I\s+(?:now\s+)?(?:work|am working|am now working|started working)|I'm\s+(?:now\s+)?working"
+    r"|and\s+now\s+work)\s+(?:at|for)\s+" + ORG + END
+)
+EMPLOYER = "Where the person works"
+# The employer note once a job is left; "Works at X." is how the rules write the employer.
+LEFT = "Left {}; no current employer known."
+_WORKS_AT = re.compile(r"^Works at (.+?)\.?$")
 ALLERGY = [
     re.compile(
-        r"\b(?:I'm|I am)\s+(?:severely\s+|very\s+)?allergic\s+to\s+([a-z][\w -]{1,40}?)" + _END_PHRASE, re.IGNORECASE
+        r"\b(?:I'm|I am)\s+(?:severely\s+|very\s+)?allergic\s+to\s+([a-z][\w -]{1,40}?)" + END_PHRASE, re.IGNORECASE
     ),
     re.compile(r"\bI\s+have\s+an?\s+([a-z][\w-]{1,30})\s+allergy\b", re.IGNORECASE),
 ]
@@ -52,7 +74,7 @@ PET = re.compile(
 )
 PREFERENCE = re.compile(
     r"\bI\s+(?:really\s+|absolutely\s+)?(love|like|enjoy|adore|prefer|hate|dislike|can't stand|cannot stand|don't like|do not like)\s+"
-    r"([a-z][\w' -]{1,50}?)" + _END_PHRASE,
+    r"([a-z][\w' -]{1,50}?)" + END_PHRASE,
     re.IGNORECASE,
 )
 STATE = re.compile(
@@ -69,9 +91,8 @@ def _clean(value: str) -> str:
     return value.strip().rstrip(".,!?;:").strip()
 
 
-def _facts(text: str) -> list[RememberOp | ForgetOp]:
-    text = text.replace("\u2019", "'")  # typographic apostrophes, as phones type them
-    ops: list[RememberOp | ForgetOp] = []
+def _facts(text: str) -> list[RememberOp]:
+    ops: list[RememberOp] = []
 
     def remember(
         key: str,
@@ -95,13 +116,11 @@ def _facts(text: str) -> list[RememberOp | ForgetOp]:
             remember("name", "The person's name", f"Their name is {name}.", "identity")
             break
     if match := MOVED.search(text):
-        remember("home-city", "Where the person lives", f"Lives in {_clean(match.group(1))} (moved there).")
+        remember("home-city", "Where the person lives", f"Lives in {_clean(match.group(2))} (moved there).")
     elif match := LIVES.search(text):
         remember("home-city", "Where the person lives", f"Lives in {_clean(match.group(1))}.")
-    if match := LEFT_JOB.search(text):
-        remember("employer", "Where the person works", f"Left {_clean(match.group(1))}; no current employer known.")
-    elif match := WORKS.search(text):
-        remember("employer", "Where the person works", f"Works at {_clean(match.group(1))}.")
+    if (match := WORKS.search(text)) and plain_statement(text, match):
+        remember("employer", EMPLOYER, f"Works at {_clean(match.group(1))}.")
     for pattern in ALLERGY:
         for match in pattern.finditer(text):
             thing = _clean(match.group(1)).lower()
@@ -116,6 +135,8 @@ def _facts(text: str) -> list[RememberOp | ForgetOp]:
         animal, name = match.group(1).lower(), match.group(2)
         remember(f"pet-{normalize_key(name)}", f"Their {animal}", f"Has a {animal} named {name}.")
     for match in PREFERENCE.finditer(text):
+        if re.match(r"\s+" + ANYMORE, text[match.end() :]):
+            continue  # "I don't like X anymore" takes a liking back (curator.retractions); it states none
         verb, thing = match.group(1).lower(), _clean(match.group(2))
         thing = re.sub(r"^(?:to|the|a|an)\s+", "", thing, flags=re.IGNORECASE)
         if not thing or normalize_key(thing) in {"it", "that", "this", "you", "them"}:
@@ -136,26 +157,116 @@ def _facts(text: str) -> list[RememberOp | ForgetOp]:
     return ops
 
 
+class _Pass:
+    """What one pass learns, sentence by sentence: each known note's lines as they stand now, the
+    latest remember per key, and why each key changed (the person's words, for the revision log)."""
+
+    def __init__(self, notes: list[KnownNote]) -> None:
+        # A curated page and a day's note are accounts of what happened, not standing claims: a
+        # retraction does not rewrite them.
+        self.known = {n.key: n.content for n in notes if n.kind not in {"page", "daily"}}
+        self.lines = {key: content.splitlines() for key, content in self.known.items()}
+        self.remembered: dict[str, RememberOp] = {}
+        self.reasons: dict[str, list[str]] = defaultdict(list)
+        self.sources: dict[str, list[int]] = defaultdict(list)
+
+    def retract(self, retraction: Retraction, quote: str, source: int | None) -> bool:
+        """Take out the lines that state what was retracted; whether any did."""
+        hit = False
+        for key, lines in list(self.lines.items()):
+            kept = [line for line in lines if not retraction.contradicts(line)]
+            if kept == lines:
+                continue
+            hit = True
+            left = next((m.group(1) for line in lines if (m := _WORKS_AT.match(line.strip()))), retraction.employer)
+            if key == "employer" and retraction.topic == "employer" and left:
+                self.note(key, quote, source)
+                self.remember(_employer_left(left), quote, source)  # the note says the job was left, as "I left X" does
+                continue
+            self.lines[key] = kept
+            self.remembered.pop(key, None)
+            self.note(key, quote, source)
+        return hit
+
+    def remember(self, op: RememberOp, quote: str, source: int | None) -> None:
+        if source is not None:
+            op.sources = [source]  # the message the fact came from
+        if op.key in self.known and self.lines.get(op.key) != [op.content]:
+            self.note(op.key, quote, None)  # a correction: say what said so
+        self.lines[op.key] = [op.content]
+        self.remembered[op.key] = op
+
+    def note(self, key: str, quote: str, source: int | None) -> None:
+        if quote not in self.reasons[key]:
+            self.reasons[key].append(quote)
+        if source is not None:
+            self.sources[key].append(source)
+
+    def reason(self, key: str) -> str:
+        said = "; ".join(f'"{q}"' for q in self.reasons[key])
+        return f"the person said: {said}"[:500]
+
+    def operations(self) -> list[RememberOp | EditOp | ForgetOp]:
+        ops: list[RememberOp | EditOp | ForgetOp] = []
+        for key in dict.fromkeys([*self.remembered, *self.reasons]):
+            if (op := self.remembered.get(key)) is not None:
+                if key in self.known and self.known[key] != op.content and self.reasons[key]:
+                    op.reason = self.reason(key)
+                ops.append(op)
+            elif key in self.known and self.lines[key] != self.known[key].splitlines():
+                if not any(line.strip() for line in self.lines[key]):
+                    ops.append(ForgetOp(op="forget", key=key, reason=self.reason(key)))
+                else:
+                    # The whole content as found: if the note changed since it was read, the edit
+                    # is refused rather than applied to text nobody checked.
+                    ops.append(
+                        EditOp(
+                            op="edit", key=key, find=self.known[key], content="\n".join(self.lines[key]),
+                            reason=self.reason(key), sources=list(dict.fromkeys(self.sources[key])),
+                        )
+                    )  # fmt: skip
+        return ops
+
+
+def _employer_left(name: str) -> RememberOp:
+    return RememberOp(op="remember", key="employer", description=EMPLOYER, content=LEFT.format(_clean(name)))
+
+
+def _quote(sentence: str) -> str:
+    return " ".join(sentence.split())[:200]
+
+
 def extract_plan(request: CurationRequest) -> CuratorPlan:
-    operations: dict[str, RememberOp | ForgetOp] = {}
+    found = _Pass(request.notes)
     said: list[str] = []
     for line in request.messages:
         if line.role != "person":
             continue
-        for sentence in SENTENCE.split(line.text):
+        text = line.text.replace("\u2019", "'")  # typographic apostrophes, as phones type them
+        for sentence in SENTENCE.split(text):
+            quote = _quote(sentence)
+            home_retracted = False
+            for retraction in find_retractions(sentence):
+                hit = found.retract(retraction, quote, line.id)
+                home_retracted |= hit and retraction.topic == "home"
+                if (
+                    retraction.records_left and retraction.employer and not hit and not home_retracted
+                    and "employer" not in found.lines
+                ):  # fmt: skip
+                    # "I left Acme" is news even when no employer was known ("I left Oslo" is not).
+                    found.remember(_employer_left(retraction.employer), quote, line.id)
             for op in _facts(sentence):
-                if isinstance(op, RememberOp) and line.id is not None:
-                    op.sources = [line.id]  # the message the fact came from
-                operations[op.key] = op  # the latest statement about a key wins within a pass
-                if isinstance(op, RememberOp):
-                    said.append(op.content)
+                found.remember(op, quote, line.id)  # the latest statement about a key wins within a pass
+                said.append(op.content)
+    operations = found.operations()
+    said.extend(op.content for op in operations if isinstance(op, RememberOp) and op.content not in said)
     summary_parts = [request.summary.strip()] if request.summary.strip() else []
     summary_parts.extend(said)
     summary = " ".join(summary_parts)
     while len(summary) > 1500 and len(summary_parts) > 1:  # the oldest part of a derived summary goes first
         summary_parts.pop(0)
         summary = " ".join(summary_parts)
-    return CuratorPlan(operations=list(operations.values()), summary=summary[:1500] or None)
+    return CuratorPlan(operations=list(operations), summary=summary[:1500] or None)
 
 
 def _fingerprint(note: dict[str, object]) -> tuple[str, str, str]:

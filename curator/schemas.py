@@ -30,11 +30,22 @@ class RememberOp(_SourcedOp):
     bank: Literal["private", "shared", "global"] = "global"
     category: str | None = None
     expires_in_hours: float | None = Field(default=None, gt=0, le=24 * 365)
+    reason: str = Field(
+        default="", description="When this replaces what the key held: why, e.g. the person's words that changed it."
+    )
 
 
 class AppendDailyOp(_SourcedOp):
     op: Literal["append_daily"]
     text: str = Field(description="What happened today worth keeping, one line.")
+
+
+class EditOp(_SourcedOp):
+    op: Literal["edit"]
+    key: str = Field(description="The remembered note to edit.")
+    find: str = Field(description="The passage of the note's content to replace, exactly as the note holds it.")
+    content: str = Field(description="What replaces it; empty removes the passage.")
+    reason: str = Field(description="Why, e.g. the person's words that contradict the passage.")
 
 
 class ForgetOp(_Op):
@@ -43,7 +54,7 @@ class ForgetOp(_Op):
     reason: str = ""
 
 
-Operation = Annotated[RememberOp | AppendDailyOp | ForgetOp, Field(discriminator="op")]
+Operation = Annotated[RememberOp | AppendDailyOp | EditOp | ForgetOp, Field(discriminator="op")]
 
 
 class _Plan(BaseModel):

@@ -34,18 +34,20 @@ from curator.providers import (
     ChatLine,
     ConsolidationRequest,
     CurationRequest,
+    KnownNote,
     LLMProvider,
     ProviderError,
     Usage,
     get_provider,
 )
-from curator.schemas import AppendDailyOp, ConsolidationPlan, CuratorPlan, ForgetOp, RememberOp
+from curator.schemas import AppendDailyOp, ConsolidationPlan, CuratorPlan, EditOp, ForgetOp, RememberOp
 from memory.models import Bank, Note, Revision
-from memory.queries import turn_notes
+from memory.queries import turn_notes, visible_notes
 from memory.services import (
     Actor,
     append_daily,
     delete_note,
+    edit_applicable_note,
     forget,
     latch_full,
     merge_notes,
@@ -125,6 +127,7 @@ def curate_conversation(*, conversation_id: int, task_id: str = "", provider: LL
         digest=digest,
         summary=conversation.summary,
         today=timezone.localdate().isoformat(),
+        notes=_known_notes(conversation),
     )
     try:
         plan = _ask(provider, request, conversation, task_id)
@@ -207,13 +210,19 @@ def _ask(provider: LLMProvider, request: CurationRequest, conversation: Conversa
     return plan
 
 
+def _known_notes(conversation: Conversation) -> list[KnownNote]:
+    """The notes the digest stands for (what the agent's turns may see), with their content."""
+    visible = visible_notes(team=conversation.team, person=conversation.person, agent=conversation.agent)
+    return [KnownNote(note.key, note.content, note.kind) for note in visible.notes]
+
+
 def _chat_line(message: Message) -> ChatLine:
     role = "person" if message.role == Message.Role.USER else "agent"
     return ChatLine(role, message.content, message.created_at, message.pk)
 
 
 def _apply(
-    op: RememberOp | AppendDailyOp | ForgetOp, conversation: Conversation, actor: Actor, *, read: list[Message]
+    op: RememberOp | AppendDailyOp | EditOp | ForgetOp, conversation: Conversation, actor: Actor, *, read: list[Message]
 ) -> None:
     team, person = conversation.team, conversation.person
     if isinstance(op, ForgetOp):
@@ -226,6 +235,12 @@ def _apply(
             team=team, person=person, actor=actor, key=op.key, description=op.description, content=op.content,
             kind=op.kind, bank=op.bank, category=op.category, source=Note.Source.CURATOR,
             expires_at=timezone.now() + timedelta(hours=op.expires_in_hours) if op.expires_in_hours else None,
+            reason=op.reason,
+        )  # fmt: skip
+    elif isinstance(op, EditOp):
+        result = edit_applicable_note(
+            team=team, person=person, actor=actor, key=op.key, find=op.find, content=op.content,
+            reason=op.reason or "the curator found part of it no longer true",
         )  # fmt: skip
     else:
         result = append_daily(team=team, person=person, actor=actor, text=op.text)

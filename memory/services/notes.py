@@ -116,11 +116,14 @@ def remember(
     semantics: list[str] | None = None,
     source: str = Note.Source.REMEMBER,
     expires_at: datetime | None = None,
+    reason: str = "",
 ) -> WriteResult:
-    """Create a note or, when its key exists in the bank, replace it (an upsert: never a second row)."""
+    """Create a note or, when its key exists in the bank, replace it (an upsert: never a second row).
+    `reason` says why, in the revision log (a correction names what it corrects)."""
     attempted = {"key": key, "description": description, "content": content, "kind": kind}
 
     def write(target: Bank) -> WriteResult:
+        check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
         fields = {
             "key": check_key(key),
             "description": check_description(description),
@@ -135,7 +138,7 @@ def remember(
             raise InvalidNote("expires_at needs a timezone, e.g. 2026-12-01T09:00:00Z.", field="expires_at")
         if expires_at is not None and expires_at <= timezone.now():
             raise InvalidNote("expires_at is in the past; a note must apply for some time.", field="expires_at")
-        return _upsert(target, actor, fields, source, subject=person)
+        return _upsert(target, actor, fields, source, subject=person, reason=reason)
 
     return _write_to_bank(
         team=team, person=person, actor=actor, scope=scope, which=bank,
@@ -152,7 +155,7 @@ _NOTE_BY_KEY = Prepared(
 
 
 def _upsert(
-    bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None
+    bank: Bank, actor: Actor, fields: dict[str, Any], source: str, *, subject: Person | None = None, reason: str = ""
 ) -> WriteResult:
     now = timezone.now()
     existing = _NOTE_BY_KEY.first(team_id=bank.team_id, bank_id=bank.pk, key=fields["key"])
@@ -179,6 +182,7 @@ def _upsert(
             note=existing,
             before=before,
             after=existing.snapshot(),
+            reason=reason,
             subject=subject,
         )
         return WriteResult(existing, "updated", bank, existing.key)
@@ -188,7 +192,7 @@ def _upsert(
         team_id=bank.team_id, bank=bank, source=source, created_at=now, updated_at=now, repetitions=1, **fields
     )
     indexing.schedule(note.pk)
-    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot(), subject=subject)
+    _log(bank, actor, Revision.Action.CREATE, note=note, after=note.snapshot(), reason=reason, subject=subject)
     _after_growth(bank, held + 1)
     return WriteResult(note, "created", bank, note.key, evicted)
 
@@ -272,14 +276,23 @@ def append_observation(
 
 
 def edit_note(
-    *, note: Note, actor: Actor, mode: str, content: str, find: str | None = None, description: str | None = None
+    *,
+    note: Note,
+    actor: Actor,
+    mode: str,
+    content: str,
+    find: str | None = None,
+    description: str | None = None,
+    reason: str = "",
 ) -> WriteResult:
-    """Edit a note's content by find_replace (every occurrence; empty content removes the snippet) or replace."""
+    """Edit a note's content by find_replace (every occurrence; empty content removes the snippet) or
+    replace. `reason` says why, in the revision log (an edit may remove what the note said)."""
     attempted = {"mode": mode, "find": find, "content": content}
     if description is not None:
         attempted["description"] = description
 
     def write() -> WriteResult:
+        check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
         locked_bank = _lock(note.bank)
         current = Note.objects.filter(pk=note.pk, bank=locked_bank).order_by("pk").first()
         if current is None:
@@ -309,10 +322,33 @@ def edit_note(
             current.source = Note.Source.OWNER  # the person's own words now
         current.save()
         indexing.schedule(current.pk)
-        _log(locked_bank, actor, Revision.Action.UPDATE, note=current, before=before, after=current.snapshot())
+        _log(
+            locked_bank, actor, Revision.Action.UPDATE, note=current, before=before, after=current.snapshot(),
+            reason=reason,
+        )  # fmt: skip
         return WriteResult(current, "updated", locked_bank, current.key)
 
     return _attempt(note.bank, actor, note.key, attempted, write)
+
+
+def edit_applicable_note(
+    *, team: Team, person: Person, actor: Actor, key: str, find: str, content: str, reason: str = "", scope: str = ""
+) -> WriteResult:
+    """edit_note (find_replace) on the note `forget` would find for this key: the curator names notes
+    by key, as the digest it reads shows them."""
+    note = _applicable_note(team=team, person=person, key=check_key(key), scope=validate_scope(scope), refs={})
+    if note is None:
+        raise NoteNotFound(f"No note with key '{normalize_key(key)}' applies here; nothing was edited.", field="key")
+    return edit_note(note=note, actor=actor, mode="find_replace", find=find, content=content, reason=reason)
+
+
+def _applicable_note(*, team: Team, person: Person, key: str, scope: str, refs: dict[str, list[str]]) -> Note | None:
+    """The note with this (normalised) key in the narrowest applicable bank that holds an applicable one."""
+    for bank in applicable_banks(team=team, person=person, scope=scope):
+        note = Note.objects.filter(team=team, bank=bank, key=key).order_by("pk").first()
+        if note is not None and scope_refs_match(note.scope_refs, refs):
+            return note
+    return None
 
 
 @transaction.atomic
@@ -342,11 +378,10 @@ def forget(
     scope = validate_scope(scope)
     refs = check_scope_refs(context_refs, "context.refs")
     check_text(reason, field="reason", kind=TextKind.LINE, error=InvalidNote)
-    for bank in applicable_banks(team=team, person=person, scope=scope):
-        note = Note.objects.filter(team=team, bank=bank, key=normalized).order_by("pk").first()
-        if note is not None and scope_refs_match(note.scope_refs, refs):
-            note_id = note.pk
-            return delete_note(note=note, actor=actor, reason=reason or "forgotten on request"), note_id
+    note = _applicable_note(team=team, person=person, key=normalized, scope=scope, refs=refs)
+    if note is not None:
+        note_id = note.pk
+        return delete_note(note=note, actor=actor, reason=reason or "forgotten on request"), note_id
     raise NoteNotFound(f"No note with key '{normalized}' applies here; nothing was forgotten.", field="key")
 
 

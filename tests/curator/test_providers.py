@@ -98,6 +98,9 @@ def test_openai_provider_gives_up_after_repeated_server_errors():
         ("I really love sailing", "preference-sailing", "Likes sailing."),
         ("I hate mornings", "preference-mornings", "Dislikes mornings."),
         ("I'm on the train right now", "current-state", "Is on the train."),
+        ("I moved from Oslo to Bergen.", "home-city", "Lives in Bergen (moved there)."),
+        ("I'm working at Globex now", "employer", "Works at Globex."),
+        ("I left Acme and now work at Globex.", "employer", "Works at Globex."),
     ],
 )
 def test_rules_provider_extracts_common_personal_facts(said, key, content):
@@ -127,3 +130,13 @@ def test_rules_provider_ignores_the_agent_and_small_talk():
         )
     )
     assert plan == CuratorPlan(operations=[], summary=None)
+
+
+def test_rules_provider_states_no_liking_for_one_taken_back():
+    plan, _ = RulesProvider().curate(request("I don't like sushi anymore", "I don't like olives"))
+    assert {op.key: op.content for op in plan.operations} == {"preference-olives": "Dislikes olives."}
+
+
+def test_rules_provider_reads_no_job_change_into_a_question():
+    plan, _ = RulesProvider().curate(request("Should I quit Acme?", "Should I work at Globex?"))
+    assert plan.operations == []

@@ -84,7 +84,7 @@ def assert_every_note_indexed() -> None:
 
 # Public functions of the write path that write notes are exercised below; the others are
 # listed with why they need no reindex. A new public function fails the test until it is placed.
-EXERCISED = {"remember", "append_observation", "append_daily", "edit_note", "merge_notes"}
+EXERCISED = {"remember", "append_observation", "append_daily", "edit_note", "edit_applicable_note", "merge_notes"}
 NOT_NOTE_WRITERS = {
     "delete_note": "removes the note; its vector cascades",
     "forget": "removes the note; its vector cascades",
@@ -145,6 +145,11 @@ def test_every_public_write_service_leaves_its_notes_indexed(tenant, person, act
     with index_inline():
         services.edit_note(note=created, actor=actor, mode="find_replace", find="Bergen", content="Tromsø")
         services.edit_note(note=created, actor=actor, mode="replace", content="Ada lives in Tromsø now.")
+    assert_every_note_indexed()
+    with index_inline():
+        services.edit_applicable_note(
+            team=team, person=person, actor=actor, key=created.key, find="Tromsø", content="Bodø", reason="moved"
+        )
     assert_every_note_indexed()
     with index_inline():
         services.append_daily(team=team, person=person, actor=actor, text="Went sailing.")
