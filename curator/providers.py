@@ -105,7 +105,8 @@ Propose operations as JSON matching the schema:
 - append_daily: one line about what happened today worth keeping.
 When the person retracts or changes something remembered ("I'm not vegetarian anymore", "I no longer
 work at X", "I stopped running"), update the note that says it (remember under the same key with the
-new value, or edit) or forget it, with a `reason` quoting their words; never leave it standing.
+new value, or edit) or forget it, with a `reason` naming the message's id and what it took back (not
+quoting it); never leave it standing.
 Questions, hypotheticals and what others do or said retract nothing.
 Each remember, edit and append_daily cites in `sources` the ids of the messages it rests on.
 Also write `summary`: the running summary of the conversation so far, at most 1,500 characters.

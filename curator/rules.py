@@ -159,7 +159,7 @@ def _facts(text: str) -> list[RememberOp]:
 
 class _Pass:
     """What one pass learns, sentence by sentence: each known note's lines as they stand now, the
-    latest remember per key, and why each key changed (the person's words, for the revision log)."""
+    latest remember per key, and what changed each key (for the revision log's reason)."""
 
     def __init__(self, notes: list[KnownNote]) -> None:
         # A curated page and a day's note are accounts of what happened, not standing claims: a
@@ -167,10 +167,9 @@ class _Pass:
         self.known = {n.key: n.content for n in notes if n.kind not in {"page", "daily"}}
         self.lines = {key: content.splitlines() for key, content in self.known.items()}
         self.remembered: dict[str, RememberOp] = {}
-        self.reasons: dict[str, list[str]] = defaultdict(list)
-        self.sources: dict[str, list[int]] = defaultdict(list)
+        self.why: dict[str, list[tuple[int | None, str | None]]] = defaultdict(list)  # (message, topic)
 
-    def retract(self, retraction: Retraction, quote: str, source: int | None) -> bool:
+    def retract(self, retraction: Retraction, source: int | None) -> bool:
         """Take out the lines that state what was retracted; whether any did."""
         hit = False
         for key, lines in list(self.lines.items()):
@@ -178,51 +177,53 @@ class _Pass:
             if kept == lines:
                 continue
             hit = True
+            self.because(key, source, retraction.topic)
             left = next((m.group(1) for line in lines if (m := _WORKS_AT.match(line.strip()))), retraction.employer)
             if key == "employer" and retraction.topic == "employer" and left:
-                self.note(key, quote, source)
-                self.remember(_employer_left(left), quote, source)  # the note says the job was left, as "I left X" does
+                self.remember(_employer_left(left), source)  # the note says the job was left, as "I left X" does
                 continue
             self.lines[key] = kept
             self.remembered.pop(key, None)
-            self.note(key, quote, source)
         return hit
 
-    def remember(self, op: RememberOp, quote: str, source: int | None) -> None:
+    def remember(self, op: RememberOp, source: int | None) -> None:
         if source is not None:
             op.sources = [source]  # the message the fact came from
         if op.key in self.known and self.lines.get(op.key) != [op.content]:
-            self.note(op.key, quote, None)  # a correction: say what said so
+            self.because(op.key, source, None)  # a correction
         self.lines[op.key] = [op.content]
         self.remembered[op.key] = op
 
-    def note(self, key: str, quote: str, source: int | None) -> None:
-        if quote not in self.reasons[key]:
-            self.reasons[key].append(quote)
-        if source is not None:
-            self.sources[key].append(source)
+    def because(self, key: str, source: int | None, topic: str | None) -> None:
+        if (source, topic) not in self.why[key]:
+            self.why[key].append((source, topic))
 
-    def reason(self, key: str) -> str:
-        said = "; ".join(f'"{q}"' for q in self.reasons[key])
-        return f"the person said: {said}"[:500]
+    def reason(self, key: str, done: str) -> str:
+        # The message's id and the topic, never its words: erasing the message must leave no copy
+        # of them in the log (the note's own content is the log's to keep, or to erase with it).
+        ids = list(dict.fromkeys(str(pk) for pk, _ in self.why[key] if pk is not None))
+        topics = list(dict.fromkeys(topic for _, topic in self.why[key] if topic))
+        where = f" in message{'s' if len(ids) > 1 else ''} {', '.join(ids)}" if ids else ""
+        return f"{done} by the person{where}" + (f" ({', '.join(topics)})" if topics else "")
 
     def operations(self) -> list[RememberOp | EditOp | ForgetOp]:
         ops: list[RememberOp | EditOp | ForgetOp] = []
-        for key in dict.fromkeys([*self.remembered, *self.reasons]):
+        for key in dict.fromkeys([*self.remembered, *self.why]):
             if (op := self.remembered.get(key)) is not None:
-                if key in self.known and self.known[key] != op.content and self.reasons[key]:
-                    op.reason = self.reason(key)
+                if key in self.known and self.known[key] != op.content and self.why[key]:
+                    op.reason = self.reason(key, "changed")
                 ops.append(op)
             elif key in self.known and self.lines[key] != self.known[key].splitlines():
                 if not any(line.strip() for line in self.lines[key]):
-                    ops.append(ForgetOp(op="forget", key=key, reason=self.reason(key)))
+                    ops.append(ForgetOp(op="forget", key=key, reason=self.reason(key, "taken back")))
                 else:
                     # The whole content as found: if the note changed since it was read, the edit
                     # is refused rather than applied to text nobody checked.
+                    sources = list(dict.fromkeys(pk for pk, _ in self.why[key] if pk is not None))
                     ops.append(
                         EditOp(
                             op="edit", key=key, find=self.known[key], content="\n".join(self.lines[key]),
-                            reason=self.reason(key), sources=list(dict.fromkeys(self.sources[key])),
+                            reason=self.reason(key, "taken back"), sources=sources,
                         )
                     )  # fmt: skip
         return ops
@@ -230,10 +231,6 @@ class _Pass:
 
 def _employer_left(name: str) -> RememberOp:
     return RememberOp(op="remember", key="employer", description=EMPLOYER, content=LEFT.format(_clean(name)))
-
-
-def _quote(sentence: str) -> str:
-    return " ".join(sentence.split())[:200]
 
 
 def extract_plan(request: CurationRequest) -> CuratorPlan:
@@ -244,19 +241,18 @@ def extract_plan(request: CurationRequest) -> CuratorPlan:
             continue
         text = line.text.replace("\u2019", "'")  # typographic apostrophes, as phones type them
         for sentence in SENTENCE.split(text):
-            quote = _quote(sentence)
             home_retracted = False
             for retraction in find_retractions(sentence):
-                hit = found.retract(retraction, quote, line.id)
+                hit = found.retract(retraction, line.id)
                 home_retracted |= hit and retraction.topic == "home"
                 if (
                     retraction.records_left and retraction.employer and not hit and not home_retracted
                     and "employer" not in found.lines
                 ):  # fmt: skip
                     # "I left Acme" is news even when no employer was known ("I left Oslo" is not).
-                    found.remember(_employer_left(retraction.employer), quote, line.id)
+                    found.remember(_employer_left(retraction.employer), line.id)
             for op in _facts(sentence):
-                found.remember(op, quote, line.id)  # the latest statement about a key wins within a pass
+                found.remember(op, line.id)  # the latest statement about a key wins within a pass
                 said.append(op.content)
     operations = found.operations()
     said.extend(op.content for op in operations if isinstance(op, RememberOp) and op.content not in said)

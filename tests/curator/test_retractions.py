@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from conversations.models import Message
+from conversations.services import erase_message
 from curator.providers import CURATE_SYSTEM, ScriptedProvider
 from curator.schemas import CuratorPlan, EditOp, ForgetOp, RememberOp
 from curator.services import curate_conversation
@@ -15,10 +17,11 @@ from tests.factories import chat
 pytestmark = pytest.mark.django_db
 
 
-def said(conversation, text: str, reply: str = "I see.") -> None:
+def said(conversation, text: str, reply: str = "I see.") -> Message:
     """The person says it, the agent answers, and the curator passes over the exchange."""
-    chat(conversation, [(text, reply)])
+    message = chat(conversation, [(text, reply)])[0]
     curate_conversation(conversation_id=conversation.pk, task_id="pass")
+    return message
 
 
 def notes() -> dict[str, str]:
@@ -26,54 +29,66 @@ def notes() -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("fact", "retraction", "key"),
+    ("fact", "retraction", "key", "topic"),
     [
-        ("I'm vegetarian.", "I'm not vegetarian anymore.", "diet"),
-        ("I'm vegan.", "Funny thing: I eat meat again!", "diet"),
-        ("I'm a vegetarian.", "I stopped being a vegetarian last spring.", "diet"),
-        ("I love running.", "I stopped running.", "preference-running"),
-        ("I enjoy swimming.", "I don't swim anymore.", "preference-swimming"),
-        ("I like sushi.", "I don't like sushi anymore.", "preference-sushi"),
-        ("I love jazz.", "I no longer love jazz.", "preference-jazz"),
-        ("I hate mornings.", "I don't mind mornings anymore.", "preference-mornings"),
-        ("I live in Oslo.", "I moved out of Oslo.", "home-city"),
-        ("I live in Oslo.", "I don't live in Oslo anymore.", "home-city"),
-        ("I'm allergic to peanuts.", "I'm not allergic to peanuts after all.", "allergy-peanuts"),
-        ("I'm allergic to shellfish.", "I'm no longer allergic to shellfish.", "allergy-shellfish"),
+        ("I'm vegetarian.", "I'm not vegetarian anymore.", "diet", "diet"),
+        ("I'm vegan.", "Funny thing: I eat meat again!", "diet", "diet"),
+        ("I'm a vegetarian.", "I stopped being a vegetarian last spring.", "diet", "diet"),
+        ("I love running.", "I stopped running.", "preference-running", "habit"),
+        ("I enjoy swimming.", "I don't swim anymore.", "preference-swimming", "habit"),
+        ("I like sushi.", "I don't like sushi anymore.", "preference-sushi", "liking"),
+        ("I love jazz.", "I no longer love jazz.", "preference-jazz", "liking"),
+        ("I hate mornings.", "I don't mind mornings anymore.", "preference-mornings", "liking"),
+        ("I live in Oslo.", "I moved out of Oslo.", "home-city", "home"),
+        ("I live in Oslo.", "I don't live in Oslo anymore.", "home-city", "home"),
+        ("I'm allergic to peanuts.", "I'm not allergic to peanuts after all.", "allergy-peanuts", "allergy"),
+        ("I'm allergic to shellfish.", "I'm no longer allergic to shellfish.", "allergy-shellfish", "allergy"),
     ],
 )
-def test_a_retraction_forgets_the_note_that_held_only_that_fact(tenant, person, conversation, fact, retraction, key):
+def test_a_retraction_forgets_the_note_that_held_only_that_fact(
+    tenant, person, conversation, fact, retraction, key, topic
+):
     said(conversation, fact)
     assert key in notes()
-    said(conversation, retraction)
+    message = said(conversation, retraction)
     assert key not in notes()
     removal = Revision.objects.get(note_key=key, action="delete")
     assert (removal.actor, removal.actor_ref, removal.request_id) == ("curator", "rules:rules-v1", "pass")
-    assert removal.reason == f'the person said: "{retraction}"'
+    assert removal.reason == f"taken back by the person in message {message.pk} ({topic})"
     assert removal.before is not None
 
 
+def test_the_reason_keeps_no_copy_of_the_words_an_erasure_takes(tenant, person, conversation):
+    said(conversation, "I'm vegetarian.")
+    message = said(conversation, "Since the trip to Zanzibar I'm not vegetarian anymore.")
+    assert "diet" not in notes()
+    erase_message(message=message)
+    assert not Revision.objects.filter(reason__contains="Zanzibar").exists()
+
+
 @pytest.mark.parametrize(
-    ("retraction", "employer"),
+    ("retraction", "employer", "taken_back"),
     [
-        ("I no longer work at Acme Corp.", "Left Acme Corp; no current employer known."),
-        ("I don't work at Acme anymore.", "Left Acme Corp; no current employer known."),
-        ("I quit my job at Acme Corp.", "Left Acme Corp; no current employer known."),
-        ("I quit my job.", "Left Acme Corp; no current employer known."),
-        ("I was laid off.", "Left Acme Corp; no current employer known."),
-        ("I left Acme and now work at Globex.", "Works at Globex."),
-        ("I'm now working at Globex.", "Works at Globex."),
+        ("I no longer work at Acme Corp.", "Left Acme Corp; no current employer known.", " (employer)"),
+        ("I don't work at Acme anymore.", "Left Acme Corp; no current employer known.", " (employer)"),
+        ("I quit my job at Acme Corp.", "Left Acme Corp; no current employer known.", " (employer)"),
+        ("I quit my job.", "Left Acme Corp; no current employer known.", " (employer)"),
+        ("I was laid off.", "Left Acme Corp; no current employer known.", " (employer)"),
+        ("I left Acme and now work at Globex.", "Works at Globex.", " (employer)"),
+        ("I'm now working at Globex.", "Works at Globex.", ""),  # a correction, nothing taken back
     ],
 )
-def test_leaving_a_job_updates_the_employer_with_the_reason(tenant, person, conversation, retraction, employer):
+def test_leaving_a_job_updates_the_employer_with_the_reason(
+    tenant, person, conversation, retraction, employer, taken_back
+):
     said(conversation, "I work at Acme Corp.")
-    said(conversation, retraction)
+    message = said(conversation, retraction)
     assert notes()["employer"] == employer
     update = Revision.objects.get(note_key="employer", action="update")
     assert update.actor == "curator"
     assert update.before["content"] == "Works at Acme Corp."
     assert update.after["content"] == employer
-    assert update.reason == f'the person said: "{retraction}"'
+    assert update.reason == f"changed by the person in message {message.pk}{taken_back}"
 
 
 def test_leaving_another_job_than_the_one_remembered_changes_nothing(tenant, person, conversation):
@@ -85,34 +100,33 @@ def test_leaving_another_job_than_the_one_remembered_changes_nothing(tenant, per
 
 def test_a_retraction_with_the_new_value_updates_the_note(tenant, person, conversation):
     said(conversation, "I'm vegetarian. I live in Oslo.")
-    said(conversation, "I'm no longer vegetarian, I'm vegan now. And I moved from Oslo to Bergen.")
+    message = said(conversation, "I'm no longer vegetarian, I'm vegan now. And I moved from Oslo to Bergen.")
     assert notes()["diet"] == "Is vegan."
     assert notes()["home-city"] == "Lives in Bergen (moved there)."
     diet = Revision.objects.get(note_key="diet", action="update")
     assert diet.before["content"] == "Is vegetarian."
-    assert diet.reason == "the person said: \"I'm no longer vegetarian, I'm vegan now.\""
+    assert diet.reason == f"changed by the person in message {message.pk} (diet)"
     home = Revision.objects.get(note_key="home-city", action="update")
-    assert home.reason == 'the person said: "And I moved from Oslo to Bergen."'
+    assert home.reason == f"changed by the person in message {message.pk} (home)"
     assert not Revision.objects.filter(action="delete").exists()
 
 
 def test_a_retraction_edits_the_line_out_of_a_note_that_holds_several(tenant, person, conversation, actor):
     for line in ["Runs every morning.", "Plays chess on Sundays.", "Smokes after dinner."]:
         append_observation(team=tenant.team, person=person, actor=actor, category="hobbies", observation=line)
-    said(conversation, "I don't run anymore, my knee is done.")
+    running = said(conversation, "I don't run anymore, my knee is done.")
     assert notes()["hobbies"] == "Plays chess on Sundays.\nSmokes after dinner."
-    said(conversation, "I gave up smoking in the spring.")
+    smoking = said(conversation, "I gave up smoking in the spring.")
     assert notes()["hobbies"] == "Plays chess on Sundays."
     first, second = Revision.objects.filter(note_key="hobbies", action="update").order_by("id")
     assert first.actor == second.actor == "curator"
     assert first.before["content"] == "Runs every morning.\nPlays chess on Sundays.\nSmokes after dinner."
-    assert first.reason == 'the person said: "I don\'t run anymore, my knee is done."'
-    assert second.reason == 'the person said: "I gave up smoking in the spring."'
-    said(conversation, "I stopped playing chess.")
+    assert first.reason == f"taken back by the person in message {running.pk} (habit)"
+    assert second.reason == f"taken back by the person in message {smoking.pk} (habit)"
+    chess = said(conversation, "I stopped playing chess.")
     assert "hobbies" not in notes()  # its last line taken back: the note goes
-    assert Revision.objects.get(note_key="hobbies", action="delete").reason == (
-        'the person said: "I stopped playing chess."'
-    )
+    removal = Revision.objects.get(note_key="hobbies", action="delete")
+    assert removal.reason == f"taken back by the person in message {chess.pk} (habit)"
 
 
 def test_a_line_about_someone_else_or_saying_more_is_left_alone(tenant, person, conversation, actor):
