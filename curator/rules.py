@@ -168,6 +168,7 @@ class _Pass:
         self.lines = {key: content.splitlines() for key, content in self.known.items()}
         self.remembered: dict[str, RememberOp] = {}
         self.why: dict[str, list[tuple[int | None, str | None]]] = defaultdict(list)  # (message, topic)
+        self.dropped: list[str] = []  # lines taken back or replaced, for the summary
 
     def retract(self, retraction: Retraction, source: int | None) -> bool:
         """Take out the lines that state what was retracted; whether any did."""
@@ -182,6 +183,7 @@ class _Pass:
             if key == "employer" and retraction.topic == "employer" and left:
                 self.remember(_employer_left(left), source)  # the note says the job was left, as "I left X" does
                 continue
+            self.dropped.extend(line for line in lines if line not in kept)
             self.lines[key] = kept
             self.remembered.pop(key, None)
         return hit
@@ -191,8 +193,14 @@ class _Pass:
             op.sources = [source]  # the message the fact came from
         if op.key in self.known and self.lines.get(op.key) != [op.content]:
             self.because(op.key, source, None)  # a correction
+        self.dropped.extend(line for line in self.lines.get(op.key, []) if line != op.content)
         self.lines[op.key] = [op.content]
         self.remembered[op.key] = op
+
+    def no_longer_true(self) -> set[str]:
+        """What was said of the person before (or earlier in the pass) and no longer stands."""
+        standing = {line for lines in self.lines.values() for line in lines}
+        return {line.strip() for line in self.dropped if line not in standing and line.strip()}
 
     def because(self, key: str, source: int | None, topic: str | None) -> None:
         if (source, topic) not in self.why[key]:
@@ -256,8 +264,15 @@ def extract_plan(request: CurationRequest) -> CuratorPlan:
                 said.append(op.content)
     operations = found.operations()
     said.extend(op.content for op in operations if isinstance(op, RememberOp) and op.content not in said)
-    summary_parts = [request.summary.strip()] if request.summary.strip() else []
-    summary_parts.extend(said)
+    # The summary this provider wrote is the facts' own sentences: one no longer true leaves it too,
+    # or every later turn would still be told it.
+    gone = found.no_longer_true()
+    earlier = request.summary
+    for statement in gone:
+        earlier = earlier.replace(statement, "")
+    earlier = " ".join(earlier.split())
+    summary_parts = [earlier] if earlier else []
+    summary_parts.extend(statement for statement in said if statement not in gone)
     summary = " ".join(summary_parts)
     while len(summary) > 1500 and len(summary_parts) > 1:  # the oldest part of a derived summary goes first
         summary_parts.pop(0)

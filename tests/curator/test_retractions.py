@@ -91,6 +91,15 @@ def test_leaving_a_job_updates_the_employer_with_the_reason(
     assert update.reason == f"changed by the person in message {message.pk}{taken_back}"
 
 
+def test_what_was_taken_back_leaves_the_summary_the_rules_wrote(tenant, person, conversation):
+    said(conversation, "I'm vegetarian. I live in Oslo. I love running.")
+    conversation.refresh_from_db()
+    assert "Is vegetarian." in conversation.summary
+    said(conversation, "I'm not vegetarian anymore. I moved to Bergen. I stopped running.")
+    conversation.refresh_from_db()
+    assert conversation.summary == "Lives in Bergen (moved there)."
+
+
 def test_leaving_another_job_than_the_one_remembered_changes_nothing(tenant, person, conversation):
     said(conversation, "I work at Acme Corp.")
     said(conversation, "I left Initech years ago, before Acme.")
