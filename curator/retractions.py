@@ -99,10 +99,13 @@ _NOT_A_HABIT = {
     "being", "job", "work", "working", "school", "live", "living", "like", "love", "enjoy", "hate", "dislike",
     "mind", "liking", "loving", "enjoying", "hating", "care", "caring", "know", "think", "want", "need",
     "remember", "get", "have", "do", "see", "believe", "trust", "worry", "worrying", "trying", "talking", "am",
-    "is", "are", "be", "feel", "really", "even", "much", "allergic", "eat", "eating", "meat", "anymore",
+    "is", "are", "be", "feel", "really", "even", "much", "allergic", "anymore",
     "longer", "any", "more", "after", "all", "go", "going", "too", "also", "as", "well", "either", "cold",
     "turkey", "over", "ago", "years", "months", "weeks",
 }  # fmt: skip
+
+# Verbs too general to name a habit alone: "I stopped eating meat" is one, "I stopped eating" is not.
+_NEEDS_AN_OBJECT = {"eat", "eating", "drink", "drinking", "play", "playing", "do", "doing", "make", "making"}
 
 # What makes a sentence no retraction: a question, and before the match a hypothetical, someone
 # else's claim or a negation ("if I stopped running", "she says I quit", "not that I quit");
@@ -148,6 +151,7 @@ class Retraction:
     spares: re.Pattern[str] = _ALREADY_OVER
     employer: str | None = None  # a job retraction: the employer it names ("" for "I quit my job")
     records_left: bool = False  # "I left Acme": the employer note says so, even if nothing was known
+    removes: bool = True  # False: only whether a line states it matters
 
     def contradicts(self, line: str) -> bool:
         text = line.strip()
@@ -236,7 +240,8 @@ def find_retractions(sentence: str) -> list[Retraction]:
         org = match.group(1).strip().rstrip(".")
         if plain(match):
             if re.match(r"I\s+(?:just\s+)?left\s", match.group(0), re.IGNORECASE):
-                found.append(Retraction("home", _mentions(org, _HOME_WORDS)))  # "I left Oslo": a home, or a job
+                # "I left Oslo" may be a trip: it takes back no home, but is no job left either.
+                found.append(Retraction("home", _mentions(org, _HOME_WORDS), removes=False))
             found.append(Retraction("employer", _mentions(org, _WORK_WORDS), employer=org, records_left=True))
     for match in NOT_WORKING_AT.finditer(sentence):
         org = match.group(1).strip().rstrip(".")
@@ -297,6 +302,6 @@ def find_retractions(sentence: str) -> list[Retraction]:
                     rf"(?=.*\b(?:{_alternatives(word_forms(verb))})\b)(?=.*\b(?:{_alternatives(word_forms(thing))})\b)"
                 )
                 found.append(Retraction("habit", re.compile(both, re.IGNORECASE)))
-            else:
+            elif verb not in _NEEDS_AN_OBJECT:
                 found.append(Retraction("habit", _habit(word_forms(verb))))
     return found

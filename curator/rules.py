@@ -172,6 +172,8 @@ class _Pass:
 
     def retract(self, retraction: Retraction, source: int | None) -> bool:
         """Take out the lines that state what was retracted; whether any did."""
+        if not retraction.removes:
+            return any(retraction.contradicts(line) for lines in self.lines.values() for line in lines)
         hit = False
         for key, lines in list(self.lines.items()):
             kept = [line for line in lines if not retraction.contradicts(line)]

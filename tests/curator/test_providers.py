@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from curator.providers import ChatLine, CurationRequest, OpenAIProvider, ProviderError, RulesProvider
-from curator.schemas import CuratorPlan, RememberOp
+from curator.providers import ChatLine, CurationRequest, KnownNote, OpenAIProvider, ProviderError, RulesProvider
+from curator.schemas import CuratorPlan, EditOp, RememberOp
 from tests.curator.chat_server import Script, chat_server
 
 
@@ -140,3 +140,27 @@ def test_rules_provider_states_no_liking_for_one_taken_back():
 def test_rules_provider_reads_no_job_change_into_a_question():
     plan, _ = RulesProvider().curate(request("Should I quit Acme?", "Should I work at Globex?"))
     assert plan.operations == []
+
+
+@pytest.mark.parametrize(
+    ("said", "left"),
+    [
+        ("I stopped drinking coffee.", ["Likes coffee.", "Runs a bakery.", "Eats meat at weekends."]),
+        ("I don't eat meat anymore.", ["Drinks coffee every morning.", "Likes coffee.", "Runs a bakery."]),
+        (
+            "I stopped running.",
+            ["Drinks coffee every morning.", "Likes coffee.", "Runs a bakery.", "Eats meat at weekends."],
+        ),
+        (
+            "I stopped eating.",
+            ["Drinks coffee every morning.", "Likes coffee.", "Runs a bakery.", "Eats meat at weekends."],
+        ),
+    ],
+)
+def test_rules_provider_takes_back_only_the_lines_that_state_the_habit(said, left):
+    lines = ["Drinks coffee every morning.", "Likes coffee.", "Runs a bakery.", "Eats meat at weekends."]
+    known = request(said)
+    known.notes = [KnownNote("habits", "\n".join(lines), "fact")]
+    plan, _ = RulesProvider().curate(known)
+    edits = [op for op in plan.operations if isinstance(op, EditOp)]
+    assert [op.content.splitlines() for op in edits] == ([left] if left != lines else [])

@@ -100,6 +100,12 @@ def test_what_was_taken_back_leaves_the_summary_the_rules_wrote(tenant, person, 
     assert conversation.summary == "Lives in Bergen (moved there)."
 
 
+def test_leaving_the_city_one_lives_in_is_no_job_left_and_no_move(tenant, person, conversation):
+    said(conversation, "I live in Oslo.")
+    said(conversation, "I left Oslo on Friday.")
+    assert notes() == {"home-city": "Lives in Oslo."}  # a trip, maybe: nothing is taken back or made up
+
+
 def test_leaving_another_job_than_the_one_remembered_changes_nothing(tenant, person, conversation):
     said(conversation, "I work at Acme Corp.")
     said(conversation, "I left Initech years ago, before Acme.")
@@ -161,13 +167,14 @@ def test_a_line_about_someone_else_or_saying_more_is_left_alone(tenant, person, 
         "I'm not allergic to peanuts, my brother is.",
         "I haven't stopped running.",
         "I left Initech.",
+        "I left Oslo this morning.",
         "I don't like rainy days anymore.",
     ],
 )
 def test_questions_hypotheticals_others_and_passing_pauses_retract_nothing(
     tenant, person, conversation, not_a_retraction
 ):
-    said(conversation, "I'm vegetarian. I love running. I work at Acme Corp. I'm allergic to peanuts.")
+    said(conversation, "I'm vegetarian. I love running. I work at Acme Corp. I'm allergic to peanuts. I live in Oslo.")
     before = notes()
     said(conversation, not_a_retraction)
     assert notes() == before
