@@ -69,8 +69,8 @@ class CurationRequest:
     summary: str
     today: str
     # The notes the digest lists, with their content: the rules provider matches what the person
-    # retracts against them. A model is given the digest alone (the notes' content could be 40 times 2,000
-    # characters); it corrects by key.
+    # retracts against them. A model is given the digest alone (the notes' content could be 40
+    # times 2,000 characters); it corrects by key.
     notes: list[KnownNote] = field(default_factory=list)
 
 

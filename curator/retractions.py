@@ -36,7 +36,7 @@ MEAT_AGAIN = re.compile(
     r"\bI(?:'m|\s+am|'ve|\s+have)?\s+(?:started\s+|begun\s+)?eat(?:ing)?\s+meat\s+(?:again|now)\b", re.IGNORECASE
 )
 # "I left Acme", "I quit my job at Acme": the employer note says so ("Left Acme; ..."), even when
-# nothing was known before, as it always has.
+# no employer was known: where someone no longer works is worth knowing too.
 LEFT_JOB = re.compile(
     r"\bI\s+(?i:just\s+)?(?i:left|quit|resigned\s+from|was\s+laid\s+off\s+from|got\s+laid\s+off\s+from"
     r"|was\s+fired\s+from|no\s+longer\s+work\s+(?:at|for)|(?:quit|left)\s+my\s+job\s+(?:at|with|for))\s+" + ORG + END

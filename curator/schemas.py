@@ -31,7 +31,8 @@ class RememberOp(_SourcedOp):
     category: str | None = None
     expires_in_hours: float | None = Field(default=None, gt=0, le=24 * 365)
     reason: str = Field(
-        default="", description="When this replaces what the key held: why, e.g. the person's words that changed it."
+        default="",
+        description="When this replaces what the key held: why, naming the message (its id), not quoting it.",
     )
 
 
@@ -45,7 +46,7 @@ class EditOp(_SourcedOp):
     key: str = Field(description="The remembered note to edit.")
     find: str = Field(description="The passage of the note's content to replace, exactly as the note holds it.")
     content: str = Field(description="What replaces it; empty removes the passage.")
-    reason: str = Field(description="Why, e.g. the person's words that contradict the passage.")
+    reason: str = Field(default="", description="Why, naming the message (its id), not quoting it.")
 
 
 class ForgetOp(_Op):
