@@ -15,15 +15,10 @@ from rest_framework import exceptions
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
+from config.text import INT64_MAX, ascii_number
+
 # Far beyond any list a team holds; it only keeps the number a number the database can take.
 MAX_OFFSET = 1_000_000_000
-
-
-def _whole_number(raw: str) -> int | None:
-    # ASCII digits only: str.isdigit() and int() also accept "²" or "١٢", which no client means.
-    if raw.isascii() and raw.isdigit() and len(raw) <= 18:
-        return int(raw)
-    return None
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
@@ -34,7 +29,7 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         raw = request.query_params.get(self.limit_query_param)
         if raw is None:
             return min(self.default_limit, maximum)
-        limit = _whole_number(raw)
+        limit = ascii_number(raw, maximum=INT64_MAX)
         if limit is None or limit < 1:
             raise exceptions.ValidationError(
                 {self.limit_query_param: [f"Use a whole number from 1 to {maximum}, in plain digits."]}
@@ -49,8 +44,8 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
         raw = request.query_params.get(self.offset_query_param)
         if raw is None:
             return 0
-        offset = _whole_number(raw)
-        if offset is None or offset > MAX_OFFSET:
+        offset = ascii_number(raw, maximum=MAX_OFFSET)
+        if offset is None:
             raise exceptions.ValidationError(
                 {self.offset_query_param: [f"Use a whole number from 0 to {MAX_OFFSET}, in plain digits."]}
             )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import math
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -101,18 +102,39 @@ def check_text(value: str, *, field: str, kind: TextKind, error: type[DomainErro
     return value
 
 
-def parse_id(raw: str, *, field: str) -> int:
-    """A row id given as text (a query parameter): ASCII digits, at least 1, within 64 bits.
+def ascii_number(raw: str, *, maximum: int) -> int | None:
+    """raw as a whole number from 0 to maximum written in ASCII digits, or None.
 
-    int() alone would take "²" or "٣" (any Unicode digit) and numbers Postgres cannot compare.
+    int() alone would take "²" or "٣" (any Unicode digit), a sign and spaces, and raises past
+    4,300 digits; the length is checked before any conversion.
     """
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= INT64_MAX:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(maximum)):
+        return None
+    number = int(raw)
+    return number if number <= maximum else None
+
+
+def parse_id(raw: str, *, field: str, noun: str = "an id") -> int:
+    """A row id (or another count from 1) given as text: ASCII digits, at least 1, within 64 bits,
+    the range of Postgres' bigint, so no id the database could not compare reaches it."""
+    number = ascii_number(raw, maximum=INT64_MAX)
+    if number is None or number < 1:
         shown = raw if len(raw) <= 40 else raw[:40] + "…"
         raise InvalidText(
-            f"{field} must be an id: a whole number from 1 to {INT64_MAX} in ASCII digits (got {shown!r}).",
+            f"{field} must be {noun}: a whole number from 1 to {INT64_MAX} in ASCII digits (got {shown!r}).",
             field=field,
         )
-    return int(raw)
+    return number
+
+
+def query_id(params: Mapping[str, str], name: str, *, noun: str = "an id") -> int | None:
+    """The id a query parameter gives (parse_id's rule), or None when it is absent or empty.
+
+    The one reading of a number from a query string, for the API (InvalidText answers 400 with
+    the error shape) and the lens (memory.views.requested_id turns it into a 400 page).
+    """
+    raw = params.get(name)
+    return parse_id(raw, field=name, noun=noun) if raw else None
 
 
 # --- the same rule for pydantic models, DRF serializers and Django forms ------------------------

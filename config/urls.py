@@ -49,6 +49,14 @@ urlpatterns = [
 ]
 
 
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    # Raised as BadRequest with the reason (memory.views.requested_id); the lens's refusals are plain text.
+    message = str(exception) or "The request is malformed."
+    if request.path.startswith("/api/"):
+        return json_error_response(request, "invalid", message, 400)
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
 def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return json_error_response(request, "not_found", f"Nothing at {request.path}.", 404)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.models import Agent
 from conversations.models import Conversation, Message, NoteSource
 from conversations.services import erase_conversation, erase_message
-from memory.views import LensRequest, people_of
+from memory.views import LensRequest, people_of, requested_id, requested_page
 
 CONVERSATIONS_PER_PAGE = 20
 MESSAGES_PER_PAGE = 100
@@ -36,12 +36,10 @@ def conversation_list(request: LensRequest) -> HttpResponse:
         message_count=Count("messages"), erased_count=Count("messages", filter=Q(messages__erased_at__isnull=False))
     )
     agents = Agent.objects.filter(conversations__in=_conversations(request)).distinct().order_by("name")
-    agent = request.GET.get("agent", "")
-    if agent.isdigit():
-        conversations = conversations.filter(agent_id=int(agent))
-    page = Paginator(conversations.order_by("-started_at", "-pk"), CONVERSATIONS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
+    agent = requested_id(request, "agent")
+    if agent is not None:
+        conversations = conversations.filter(agent_id=agent)
+    page = requested_page(request, Paginator(conversations.order_by("-started_at", "-pk"), CONVERSATIONS_PER_PAGE))
     return render(request, "conversations/conversation_list.html", {"page": page, "agents": agents, "agent": agent})
 
 
@@ -50,7 +48,7 @@ def conversation_list(request: LensRequest) -> HttpResponse:
 def conversation_detail(request: LensRequest, conversation_id: int) -> HttpResponse:
     conversation = get_object_or_404(_conversations(request), pk=conversation_id)
     rows = Message.objects.filter(team_id=conversation.team_id, conversation=conversation).order_by("order")
-    page = Paginator(rows, MESSAGES_PER_PAGE).get_page(request.GET.get("page"))
+    page = requested_page(request, Paginator(rows, MESSAGES_PER_PAGE))
     return render(request, "conversations/conversation_detail.html", {"conversation": conversation, "page": page})
 
 

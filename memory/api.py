@@ -26,7 +26,7 @@ from config.fields import IntegerField
 from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
-from config.text import parse_id
+from config.text import query_id
 from memory import packages, services
 from memory.exceptions import InvalidArguments
 from memory.models import Bank, Note, Revision
@@ -343,8 +343,8 @@ class RevisionListApi(ListAPIView[Revision]):
     def get_queryset(self) -> QuerySet[Revision]:
         key = request_api_key(self.request)
         revisions = Revision.objects.filter(team=key.team).unmuted_for(key.agent)
-        if note := self.request.query_params.get("note"):
-            revisions = revisions.filter(note_id=parse_id(note, field="note"))
+        if (note_id := query_id(self.request.query_params, "note")) is not None:
+            revisions = revisions.filter(note_id=note_id)
         person = _person_filter(self.request)
         if person is not None:
             revisions = revisions.filter(person=person)

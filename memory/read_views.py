@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.models import Agent, Membership, Person
 from memory.models import Note, Read
-from memory.views import LensRequest, people_of
+from memory.views import LensRequest, people_of, requested_id, requested_page
 
 READS_PER_PAGE = 50
 
@@ -31,11 +31,11 @@ class ReadEntry:
     conversations: list[tuple[int, int]] = field(default_factory=list)  # (conversation, messages returned from it)
 
 
-def _chosen[T: (Agent, Person)](options: list[T], raw: str | None, what: str) -> T | None:
-    if not raw:
+def _chosen[T: (Agent, Person)](options: list[T], chosen: int | None, what: str) -> T | None:
+    if chosen is None:
         return None
     for option in options:
-        if str(option.pk) == raw:
+        if option.pk == chosen:
             return option
     raise Http404(f"No such {what} here.")
 
@@ -65,8 +65,8 @@ def reads_page(request: LensRequest) -> HttpResponse:
     people = list(people_of(request).select_related("team").order_by("team__name", "external_id"))
     teams = {person.team_id for person in people}
     agents = list(Agent.objects.filter(team__in=teams).order_by("name", "pk"))
-    agent = _chosen(agents, request.GET.get("agent"), "agent")
-    person = _chosen(people, request.GET.get("person"), "person")
+    agent = _chosen(agents, requested_id(request, "agent"), "agent")
+    person = _chosen(people, requested_id(request, "person"), "person")
     reads = (
         Read.objects.filter(team__in=teams, person__in=people)
         .select_related("agent", "person", "person__team")
@@ -76,7 +76,7 @@ def reads_page(request: LensRequest) -> HttpResponse:
         reads = reads.filter(agent=agent)
     if person is not None:
         reads = reads.filter(person=person)
-    page = Paginator(reads, READS_PER_PAGE).get_page(request.GET.get("page"))
+    page = requested_page(request, Paginator(reads, READS_PER_PAGE))
     is_admin = Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN, team__in=teams).exists()
     context = {
         "entries": _entries(request, page),

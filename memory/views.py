@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -30,6 +31,7 @@ from django_htmx.middleware import HtmxDetails
 from accounts.models import Agent, Membership, Person
 from config.exceptions import DomainError
 from config.middleware import checks_form_encoding, form_encoding_problem
+from config.text import InvalidText, query_id
 from memory import plain
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, ErasePersonForm, NoteEditForm
@@ -70,6 +72,20 @@ def people_of(request: LensRequest) -> QuerySet[Person]:
     """The people this login may open the lens of: their own, and everyone in teams they administer."""
     admin_of = Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values("team")
     return Person.objects.filter(Q(user=request.user) | Q(team__in=admin_of))
+
+
+def requested_id(request: HttpRequest, name: str, *, noun: str = "an id") -> int | None:
+    """An id (or a page number) from the lens's query string, read as the API reads one
+    (config.text.query_id): a malformed one answers a 400 page (config.urls.handler400), never a 500."""
+    try:
+        return query_id(request.GET, name, noun=noun)
+    except InvalidText as exc:
+        raise BadRequest(exc.message) from None
+
+
+def requested_page[T](request: HttpRequest, paginator: Paginator[T]) -> Page[T]:
+    """The page ?page= asks for (the first when absent, the last past the end); a malformed number is a 400."""
+    return paginator.get_page(requested_id(request, "page", noun="a page number") or 1)
 
 
 # --- the lens ---------------------------------------------------------------------------------
