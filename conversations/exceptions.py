@@ -11,6 +11,12 @@ class MessageNotFound(DomainError):
     code = "not_found"
 
 
+class OtherAgentsConversation(DomainError):
+    """An ordinary key named another agent's conversations; only an admin-capable key names any agent of its team."""
+
+    code = "permission_denied"
+
+
 class MessageTooLong(DomainError):
     code = "too_long"
 

@@ -2,7 +2,8 @@
 package (export and import) and their erasure. Registered in memory.person_data by ConversationsConfig.
 
 Each conversation is exported with its agent, its summary and its messages in order; turns are
-informational (they hold costs and note ids, no text). Import goes through the history import
+informational (they hold costs and note ids, no text). An ordinary key exports and imports its own
+agent's conversations only; an admin-capable key any agent's of its team. Import goes through the history import
 (`services.import_conversations`, idempotent by external ids), then restores the summary of a
 conversation that has none. A conversation or message without an external id is exported with
 `mnemo-<id>`, so importing the same package again adds nothing. An erased message (a tombstone,
@@ -18,7 +19,7 @@ from django.db.models import Max, Prefetch
 
 from accounts.models import Agent, Person, Team
 from conversations import services
-from conversations.exceptions import InvalidMessage, MessageTooLong
+from conversations.exceptions import InvalidMessage, MessageTooLong, OtherAgentsConversation
 from conversations.models import Conversation, Message, Turn
 from memory.exceptions import InvalidNote
 from memory.person_data import PersonSection
@@ -87,7 +88,10 @@ def _history_item(item: dict[str, Any]) -> dict[str, Any]:
     return history
 
 
-def check_conversations(member: Any) -> None:
+def check_conversations(member: Any, agent: Agent | None) -> None:
+    """With an agent (an ordinary key's import), every conversation must be that agent's: naming
+    another is refused before anything is read, so the answer is the same whether that agent exists
+    or talked with the person."""
     if member is None:
         return
     if not isinstance(member, list):
@@ -98,6 +102,12 @@ def check_conversations(member: Any) -> None:
             raise InvalidNote(f"{where} is not a JSON object.", field=where)
         if not isinstance(item.get("agent"), str) or not item["agent"].strip():
             raise InvalidNote(f"{where}.agent must be the slug of one of the team's agents.", field=f"{where}.agent")
+        if agent is not None and item["agent"].strip() != agent.slug:
+            raise OtherAgentsConversation(
+                f"{where}.agent names another agent than this key's ({agent.slug!r}): an ordinary key imports its "
+                "own agent's conversations only; an admin-capable key may import any agent's. Nothing was imported.",
+                field=f"{where}.agent",
+            )
         if not isinstance(item.get("summary", ""), str | None):
             raise InvalidNote(f"{where}.summary must be a string.", field=f"{where}.summary")
         history = _history_item(item)

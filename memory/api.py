@@ -363,10 +363,12 @@ class ImportApi(APIView):
         description=(
             "Every note goes through the write path with source and actor import; a refused note is reported "
             "and the others still import. Idempotent by key. The body may also be a JSON array: the JSONL "
-            "form's header object followed by one note object per element, each with bank_kind, person, scope."
+            "form's header object followed by one note object per element, each with bank_kind, person, scope. "
+            "With an ordinary key, every conversation must be its own agent's (403 naming the field, nothing "
+            "imported, otherwise); an admin-capable key may import any agent's of its team."
         ),
         request=MemoryPackage,
-        responses=inline_serializer(
+        responses={200: inline_serializer(
             "ImportReport",
             {
                 "created": serializers.IntegerField(),
@@ -381,7 +383,7 @@ class ImportApi(APIView):
                 ),
                 "evicted": serializers.ListField(child=serializers.DictField()),
             },
-        ),
+        ), **error_responses(403)},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
         key = request_api_key(request)
@@ -396,7 +398,8 @@ class ImportApi(APIView):
                 message=error["message"], field=error.get("field"),
             )  # fmt: skip
             raise
-        report = packages.import_package(team=key.team, data=data, actor=actor)
+        agent = None if key.can_admin else key.agent  # as for an export: an ordinary key's own conversations only
+        report = packages.import_package(team=key.team, data=data, actor=actor, agent=agent)
         return Response(report.as_dict())
 
 
@@ -407,8 +410,8 @@ class ExportApi(APIView):
         description=(
             "Their banks, the notes shared banks hold about them, their revisions and mutes, and their "
             "conversations with messages, summaries and turns. With an ordinary key: the categories the person "
-            "muted for its agent are withheld (and named), and only its agent's conversations are included. With "
-            "an admin-capable key (a data-subject request): everything."
+            "muted for its agent are withheld (and named), and only its agent's conversations and reads are "
+            "included. With an admin-capable key (a data-subject request): everything."
         ),
         parameters=[OpenApiParameter("person", OpenApiTypes.STR, required=True, description="The person's id.")],
         responses={200: MemoryPackage, **error_responses(404)},

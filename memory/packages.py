@@ -169,8 +169,9 @@ class _Entry:
         }
 
 
-def _entries(data: Any) -> list[_Entry]:
-    """Check the package's shape (nothing is written if it is wrong) and list its notes."""
+def _entries(data: Any, agent: Agent | None) -> list[_Entry]:
+    """Check the package's shape, and that it names no other agent's conversations than the agent's
+    (with an agent), and list its notes; nothing is written if it is refused."""
     if (problem := find_unstorable(data)) is not None:
         # Text Postgres cannot store (or a number out of range) anywhere refuses the whole file,
         # as a malformed file: no exporter writes one, and it may be in a person id many notes share.
@@ -183,7 +184,7 @@ def _entries(data: Any) -> list[_Entry]:
             if shape:
                 raise format_error(shape[0]) from None
         for section in person_data.sections():
-            section.check(data.get(section.name))
+            section.check(data.get(section.name), agent)
         return [
             _Entry(bank.get("kind"), bank.get("person"), bank.get("scope"), bank.get("id"), note, bank.get("about"))
             for bank in data["banks"]
@@ -218,16 +219,23 @@ def _entries(data: Any) -> list[_Entry]:
 
 
 def import_package(
-    *, team: Team, data: dict[str, Any] | list[dict[str, Any]], actor: services.Actor, progress: Progress | None = None
+    *,
+    team: Team,
+    data: dict[str, Any] | list[dict[str, Any]],
+    actor: services.Actor,
+    agent: Agent | None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import every note of a package through the write path; refusals are reported, not fatal.
 
-    A package refused as a whole (not a package, malformed, holding text that cannot be stored)
-    raises InvalidNote and is logged as one refused revision.
+    Imported for an agent (an ordinary key's), the package may hold that agent's conversations
+    only; without one (an admin-capable key, the command), any agent's of the team. A package
+    refused as a whole (not a package, malformed, holding text that cannot be stored, naming
+    another agent's conversations) raises a DomainError and is logged as one refused revision.
     """
     try:
-        entries = _entries(data)
-    except InvalidNote as exc:
+        entries = _entries(data, agent)
+    except DomainError as exc:
         services.record_refused_call(
             team=team, actor=actor, operation="import", arguments=package_summary(data), message=exc.message,
             field=exc.field,
@@ -483,6 +491,6 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
         **withheld,
         "banks": banks,
         "revisions": [_revision_out(revision) for revision in revisions],
-        "reads": reads_for_export(team=team, person=person),
+        "reads": reads_for_export(team=team, person=person, agent=agent),
         **{section.name: section.export(team, person, agent) for section in person_data.sections()},
     }

@@ -22,8 +22,10 @@ class PersonSection:
     # (team, person, agent): what the section holds about the person, as JSON; with an agent, only
     # what that agent may read.
     export: Callable[[Team, Person, Agent | None], list[dict[str, Any]]]
-    # Raises a DomainError naming the fault when the member is malformed; called before anything is written.
-    check: Callable[[Any], None]
+    # (member, agent): raises a DomainError naming the fault when the member is malformed, or when it
+    # names another agent's data than the agent's (with an agent: an ordinary key's import); called
+    # before anything is written or read.
+    check: Callable[[Any, Agent | None], None]
     # (team, member): imports a checked member; returns what it did, as counts and refusals.
     load: Callable[[Team, Any], dict[str, Any]]
     # (team, person): deletes what the section holds about the person; returns counts by kind of row.

@@ -95,7 +95,10 @@ def read_out(read: Read) -> dict[str, Any]:
     }
 
 
-def reads_for_export(*, team: Team, person: Person) -> list[dict[str, Any]]:
-    """Every read about the person still kept (READ_AUDIT_DAYS), oldest first, for their export."""
+def reads_for_export(*, team: Team, person: Person, agent: Agent | None = None) -> list[dict[str, Any]]:
+    """Every read about the person still kept (READ_AUDIT_DAYS), oldest first, for their export;
+    with an agent, that agent's only (another agent's name its conversations and turns)."""
     reads = Read.objects.for_team(team).filter(person=person).select_related("agent", "person")
+    if agent is not None:
+        reads = reads.filter(agent=agent)
     return [read_out(read) for read in reads.order_by("created_at", "id")]

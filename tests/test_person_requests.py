@@ -202,14 +202,19 @@ def test_an_exported_person_imports_into_a_fresh_team_and_exports_again_to_the_s
     fresh = make_tenant()
     AgentFactory.create(team=fresh.team, slug=tenant.agent.slug)
     report = import_package(
-        team=fresh.team, data=json.loads(json.dumps(package)), actor=Actor(Revision.Actor.IMPORT, "test")
+        team=fresh.team,
+        data=json.loads(json.dumps(package)),
+        actor=Actor(Revision.Actor.IMPORT, "test"),
+        agent=None,
     )
     assert report.refused == 0, report.refusals
     assert report.sections["conversations"]["messages"] == 4
     again = export_person(team=fresh.team, person=Person.objects.get(team=fresh.team, external_id="ada"))
     assert comparable(again) == comparable(package)
     # Importing the same package again adds nothing.
-    twice = import_package(team=fresh.team, data=json.loads(json.dumps(package)), actor=Actor("import", "test"))
+    twice = import_package(
+        team=fresh.team, data=json.loads(json.dumps(package)), actor=Actor("import", "test"), agent=None
+    )
     assert twice.created == 0
     assert twice.sections["conversations"]["messages"] == 0
     assert Message.objects.filter(team=fresh.team).count() == 4
@@ -220,7 +225,7 @@ def test_a_version_1_package_still_imports(tenant: Tenant) -> None:
         "format": "mnemo.memory-package", "version": 1,
         "banks": [{"kind": "global", "person": "ada", "notes": [note_fields()]}],
     }  # fmt: skip
-    report = import_package(team=tenant.team, data=package, actor=Actor("import", "test"))
+    report = import_package(team=tenant.team, data=package, actor=Actor("import", "test"), agent=None)
     assert report.created == 1
 
 
@@ -374,7 +379,7 @@ def test_an_erased_message_in_a_package_is_not_imported_and_the_rest_is(tenant: 
             {"agent": tenant.agent.slug, "person": "ada", "external_id": "c2", "messages": [tombstone]},
         ],
     }  # fmt: skip
-    report = import_package(team=tenant.team, data=package, actor=Actor("import", "test"))
+    report = import_package(team=tenant.team, data=package, actor=Actor("import", "test"), agent=None)
     assert report.sections["conversations"]["messages"] == 1
     assert list(Message.objects.filter(team=tenant.team).values_list("content", flat=True)) == ["Hello."]
     assert Conversation.objects.filter(team=tenant.team).count() == 1

@@ -99,12 +99,12 @@ def test_importing_the_same_package_twice_is_unchanged_the_second_time(tenant):
         {"kind": "shared", "person": None, "scope": "project:apollo", "notes": [note("standup", "At nine.")]},
         {"kind": "private", "person": "ada", "scope": "project:apollo", "notes": [note("deadline", "Friday.")]},
     )
-    first = import_package(team=tenant.team, data=data, actor=import_actor())
+    first = import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert (first.created, first.updated, first.unchanged, first.refused) == (4, 0, 0, 0)
     revisions = Revision.objects.count()
     updated_at = dict(Note.objects.values_list("key", "updated_at"))
 
-    second = import_package(team=tenant.team, data=data, actor=import_actor())
+    second = import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert (second.created, second.updated, second.unchanged, second.refused) == (0, 0, 4, 0)
     assert Revision.objects.count() == revisions
     assert Note.objects.count() == 4
@@ -115,9 +115,14 @@ def test_importing_the_same_package_twice_is_unchanged_the_second_time(tenant):
 
 
 def test_a_changed_note_is_an_update(tenant):
-    import_package(team=tenant.team, data=package(global_bank("ada", note("home-city", "Oslo."))), actor=import_actor())
+    import_package(
+        team=tenant.team, data=package(global_bank("ada", note("home-city", "Oslo."))), actor=import_actor(), agent=None
+    )
     report = import_package(
-        team=tenant.team, data=package(global_bank("ada", note("home-city", "Bergen."))), actor=import_actor()
+        team=tenant.team,
+        data=package(global_bank("ada", note("home-city", "Bergen."))),
+        actor=import_actor(),
+        agent=None,
     )
     assert (report.created, report.updated) == (0, 1)
     update = Revision.objects.get(action=Revision.Action.UPDATE)
@@ -136,7 +141,7 @@ def test_a_refused_note_is_reported_and_logged_while_the_others_import(tenant):
     )
     progress: list[tuple[int, int]] = []
     report = import_package(
-        team=tenant.team, data=data, actor=import_actor(), progress=lambda d, t: progress.append((d, t))
+        team=tenant.team, data=data, actor=import_actor(), agent=None, progress=lambda d, t: progress.append((d, t))
     )
     assert (report.created, report.refused) == (2, 2)
     assert progress == [(1, 4), (2, 4), (3, 4), (4, 4)]
@@ -154,7 +159,7 @@ def test_a_refused_note_is_reported_and_logged_while_the_others_import(tenant):
 def test_semantics_known_to_the_team_import(tenant):
     OntologyNode.objects.create(team=tenant.team, node_id="language", label="Language")
     data = package(global_bank("ada", note("prefers-norwegian", "Norwegian.", semantics=["language"])))
-    report = import_package(team=tenant.team, data=data, actor=import_actor())
+    report = import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert report.created == 1
     assert Note.objects.get().semantics == ["language"]
 
@@ -175,7 +180,7 @@ def test_malformed_notes_and_banks_are_refused_one_by_one(tenant):
         {"kind": "team", "person": "ada", "scope": "", "notes": [note("bad-kind")]},
         {"id": "user:bob", "kind": "global", "person": "ada", "scope": "", "notes": [note("wrong-id")]},
     )
-    report = import_package(team=tenant.team, data=data, actor=import_actor())
+    report = import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert report.created == 1
     assert Note.objects.get().key == "expires-later"
     assert {(r.key, r.code) for r in report.refusals} == {
@@ -197,7 +202,7 @@ def test_jsonl_is_accepted(tenant):
     )  # fmt: skip
     data = parse_package_text(text + "\n\n")
     assert isinstance(data, list)
-    report = import_package(team=tenant.team, data=data, actor=import_actor())
+    report = import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert (report.created, report.refused) == (3, 0)
     assert sorted(Note.objects.values_list("bank__address", "key")) == [
         ("scope:project:apollo", "standup"), ("user:ada", "home-city"), ("user:ada:project:apollo", "deadline"),
@@ -210,7 +215,7 @@ def test_jsonl_is_accepted(tenant):
 
 def test_a_header_alone_is_an_empty_package(tenant):
     data = parse_package_text(json.dumps({"format": FORMAT, "version": 1}))
-    assert import_package(team=tenant.team, data=data, actor=import_actor()).total == 0
+    assert import_package(team=tenant.team, data=data, actor=import_actor(), agent=None).total == 0
 
 
 @pytest.mark.parametrize(
@@ -254,7 +259,7 @@ def test_a_bad_package_is_a_400_and_writes_nothing(tenant, body, expected):
 def test_a_malformed_bank_anywhere_writes_nothing(tenant):
     data = {"format": FORMAT, "version": 1, "banks": [global_bank("ada", note("a")), "not a bank"]}
     with pytest.raises(InvalidNote):
-        import_package(team=tenant.team, data=data, actor=import_actor())
+        import_package(team=tenant.team, data=data, actor=import_actor(), agent=None)
     assert not Note.objects.exists()
 
 

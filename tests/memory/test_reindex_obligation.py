@@ -166,6 +166,7 @@ def test_every_public_write_service_leaves_its_notes_indexed(tenant, person, act
             data={"format": "mnemo.memory-package", "version": 1, "banks": [
                 {"kind": "global", "person": "ada", "scope": "", "notes": [note_fields(key="imported")]}]},
             actor=actor,
+            agent=None,
         )  # fmt: skip
     assert report.created == 1
     assert_every_note_indexed()

@@ -45,7 +45,10 @@ class Command(BaseCommand):
             bars[0].update(done - bars[0].n)
 
         try:
-            report = import_package(team=target, data=parse_package_text(text), actor=actor, progress=progress)
+            # An operator's import: its conversations may be any agent's of the team, as an admin-capable key's.
+            report = import_package(
+                team=target, data=parse_package_text(text), actor=actor, agent=None, progress=progress
+            )
         except InvalidNote as exc:
             raise CommandError(f"{file} is not a memory package Mnemo can read: {exc.message}") from exc
         finally:
