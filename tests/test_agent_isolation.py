@@ -4,6 +4,8 @@ another agent's. An admin-capable key may name any agent of its team."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -66,6 +68,10 @@ def package(agent: str, external_id: str = "c1") -> dict[str, Any]:
             "messages": [message("m1", "I run on Sundays."), message("m2", "Injected line.")],
         }],
     }  # fmt: skip
+
+
+def without_numbers(body: Any) -> str:
+    return re.sub(r"\d+", "N", json.dumps(body))
 
 
 def snapshot(team: Any) -> dict[str, Any]:
@@ -225,3 +231,28 @@ def test_an_ordinary_keys_export_holds_its_own_agents_conversations_and_reads_on
     assert [read["agent"] for read in mine["reads"]] == [tenant.agent.slug]
     assert {c["agent"] for c in everything["conversations"]} == {tenant.agent.slug, "coach"}
     assert {read["agent"] for read in everything["reads"]} == {tenant.agent.slug, "coach"}
+
+
+def test_a_turn_cannot_continue_or_answer_another_agents_conversation(tenant, coach, coachs_talk):
+    coachs_turn = conversations.take_turn(
+        team=tenant.team, agent=coach, person=coachs_talk.person, message="How far today?",
+        conversation_id=coachs_talk.pk,
+    ).turn  # fmt: skip
+    never = Conversation.objects.order_by("-pk").first().pk + 1000
+    before = snapshot(tenant.team)
+
+    turns = [
+        tenant.client.post(
+            "/api/v1/turns", {"person": "ada", "message": "Injected.", "conversation": pk}, format="json"
+        )
+        for pk in (coachs_talk.pk, never)
+    ]
+    replies = [
+        tenant.client.post(f"/api/v1/turns/{pk}/reply", {"content": "Injected."}, format="json")
+        for pk in (coachs_turn.pk, coachs_turn.pk + 1000)
+    ]
+
+    assert [answer.status_code for answer in turns + replies] == [404, 404, 404, 404]
+    assert without_numbers(turns[0].json()) == without_numbers(turns[1].json())  # the message names the id asked for
+    assert replies[0].json() == replies[1].json()
+    assert snapshot(tenant.team) == before
