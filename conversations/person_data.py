@@ -3,11 +3,11 @@ package (export and import) and their erasure. Registered in memory.person_data 
 
 Each conversation is exported with its agent, its summary and its messages in order; turns are
 informational (they hold costs and note ids, no text). An ordinary key exports and imports its own
-agent's conversations only; an admin-capable key any agent's of its team. Import goes through the history import
-(`services.import_conversations`, idempotent by external ids), then restores the summary of a
-conversation that has none. A conversation or message without an external id is exported with
-`mnemo-<id>`, so importing the same package again adds nothing. An erased message (a tombstone,
-with no content) is exported marked `erased` and is not imported.
+agent's conversations only; an admin-capable key any agent's of its team. Import goes through the
+history import (`services.import_conversations`, idempotent by external ids), then restores the
+summary of a conversation that has none. A conversation or message without an external id is
+exported with `mnemo-<id>`, so importing the same package again adds nothing. An erased message
+(a tombstone, with no content) is exported marked `erased` and is not imported.
 """
 
 from __future__ import annotations
