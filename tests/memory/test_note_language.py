@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pgserver
 import pytest
 from django.db import connection
 
@@ -16,8 +15,9 @@ from memory.recall import bm25, recall_memories
 from memory.services import edit_note, remember
 from memory.text import STOP_WORDS, stem, stop_words, tokens, words
 from tests.factories import note_fields, written
+from tests.postgres_share import POSTGRES_SHARE
 
-SHIPPED = Path(pgserver.__file__).parent / "pginstall/share/postgresql/tsearch_data"
+SHIPPED = POSTGRES_SHARE / "tsearch_data"
 COPIES = Path(__file__).resolve().parents[2] / "memory/assets/stopwords"
 
 

@@ -3,9 +3,6 @@ runs in Postgres with it), with the two differences memory/text.py explains, pin
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pgserver
 import pytest
 from django.db import connection
 
@@ -18,6 +15,7 @@ from memory.text import (
     real_word_count,
     tokens,
 )
+from tests.postgres_share import POSTGRES_SHARE
 
 
 def postgres_drops(words: set[str] | frozenset[str]) -> set[str]:
@@ -30,7 +28,7 @@ def postgres_drops(words: set[str] | frozenset[str]) -> set[str]:
 
 
 def test_the_copy_is_the_list_postgres_ships():
-    shipped = Path(pgserver.__file__).parent / "pginstall/share/postgresql/tsearch_data/english.stop"
+    shipped = POSTGRES_SHARE / "tsearch_data/english.stop"
     assert set(shipped.read_text().split()) == POSTGRES_ENGLISH_STOP_WORDS
 
 

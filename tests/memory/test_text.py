@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pgserver
 import pytest
 
 from memory.text import (
@@ -23,12 +20,13 @@ from memory.text import (
     word_diff,
     words,
 )
+from tests.postgres_share import POSTGRES_SHARE
 
 # --- stop words -------------------------------------------------------------------------------
 
 
 def test_the_postgres_copy_is_the_file_postgres_ships():
-    shipped = Path(pgserver.__file__).parent / "pginstall/share/postgresql/tsearch_data/english.stop"
+    shipped = POSTGRES_SHARE / "tsearch_data/english.stop"
     assert set(shipped.read_text().split()) == POSTGRES_ENGLISH_STOP_WORDS
 
 

@@ -1,28 +1,37 @@
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from pathlib import Path
 
-from config import embedded
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from config import embedded, postgres_upgrade
 
 
 class Command(BaseCommand):
     help = (
-        "Show or stop the embedded Postgres and Redis (used when DATABASE_URL / REDIS_URL are unset); starts nothing."
+        "Show or stop the embedded Postgres and Redis (used when DATABASE_URL / REDIS_URL are unset), or upgrade "
+        "an earlier Mnemo's embedded Postgres 16 data to Postgres 18 (dump and restore, the old cluster kept)."
     )
     # The system checks would connect to the database, which is not started for this command.
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["status", "stop"])
+        parser.add_argument("action", choices=["status", "stop", "upgrade"])
 
     def handle(self, *args: object, action: str, **options: object) -> None:
         data_dir = settings.DATA_DIR
         sock = embedded.redis_socket_path(data_dir)
+        if action == "upgrade":
+            if settings.DATABASE_URL:
+                raise CommandError(
+                    "DATABASE_URL is set: the embedded Postgres is not used, so there is nothing to upgrade."
+                )
+            try:
+                postgres_upgrade.upgrade(data_dir, say=self.stdout.write)
+            except postgres_upgrade.UpgradeError as error:
+                raise CommandError(str(error)) from error
+            return
         if action == "status":
-            pg = (
-                "external (DATABASE_URL)"
-                if settings.DATABASE_URL
-                else ("running" if embedded.postgres_running(data_dir) else "stopped")
-            )
+            pg = "external (DATABASE_URL)" if settings.DATABASE_URL else self._postgres_status(data_dir)
             rd = (
                 "external (REDIS_URL)"
                 if not settings.REDIS_URL.startswith(f"redis+socket://{sock}")
@@ -36,3 +45,13 @@ class Command(BaseCommand):
             f"redis: {'stopped' if stopped_redis else 'was not running'}; "
             f"postgres: {'stopped' if stopped_pg else 'was not running'}"
         )
+
+    @staticmethod
+    def _postgres_status(data_dir: Path) -> str:
+        state = "running" if embedded.postgres_running(data_dir) else "stopped"
+        found = embedded.cluster_major((data_dir / "pgdata").resolve())
+        if found is not None and found != embedded.postgres_major():
+            return (
+                f"{state} (a Postgres {found} cluster: `manage.py services upgrade` moves it to this Mnemo's Postgres)"
+            )
+        return state
