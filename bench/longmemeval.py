@@ -223,15 +223,18 @@ PERSON = "user"
 _REFUSED_FIELD = re.compile(r"^\[(\d+)\]\.messages\[(\d+)\]")
 
 
-def import_lines(question: Question) -> tuple[list[dict[str, Any]], list[list[TurnName]], list[Refused]]:
+def import_lines(
+    question: Question, shift: timedelta = timedelta(0)
+) -> tuple[list[dict[str, Any]], list[list[TurnName]], list[Refused]]:
     """The haystack as history-import lines, one conversation per session at its date (a second a
-    turn), the turns named by their place in their session; empty turns left out (and listed). A
-    session id a haystack holds twice is imported twice, as two conversations."""
+    turn) moved by `shift`, the turns named by their place in their session; empty turns left out
+    (and listed). A session id a haystack holds twice is imported twice, as two conversations."""
     lines: list[dict[str, Any]] = []
     names: list[list[TurnName]] = []
     refused: list[Refused] = []
     seen: Counter[str] = Counter()
-    for position, (session, date, turns) in enumerate(question.sessions):
+    for position, (session, said, turns) in enumerate(question.sessions):
+        date = said + shift
         seen[session] += 1
         messages, named = [], []
         for index, turn in enumerate(turns):
@@ -287,7 +290,9 @@ def load_question(slug: str, question: Question) -> Loaded:
         Client(),
         {"Authorization": f"Bearer {issue_api_key(agent=agent).plaintext}"},
     )
-    lines, names, loaded.refused = import_lines(question)
+    # Every date moved so that the question is asked now: a turn is composed at the present, and the
+    # question's "last Friday" or "two weeks ago" then means what it meant on the question's date.
+    lines, names, loaded.refused = import_lines(question, shift=datetime.now(UTC) - question.date)
     for group in bodies(lines, settings.API_MAX_BODY_BYTES - 4096):
         body = [lines[i] for i in group]
         while body:
@@ -450,7 +455,7 @@ def ask(loaded: Loaded) -> Asked:
     from conversations import budget
     from conversations.composer import _passage_line
     from conversations.models import Message
-    from conversations.queries import DEFAULT_RANKING, rank_messages
+    from conversations.queries import DEFAULT_RANKING, RANKING_CHANGES, rank_messages
     from memory.framing import PASSAGES_HEADER
     from memory.text import tokens
     from memory.vectors import forget_query_vectors
@@ -489,6 +494,7 @@ def ask(loaded: Loaded) -> Asked:
         VECTORS: through(replace(DEFAULT_RANKING, words=False)),
         PRODUCT: through(DEFAULT_RANKING),
     }
+    searchers |= {f"{PRODUCT} without {change}": through(ranking) for change, ranking in RANKING_CHANGES.items()}
     searchers |= {
         name: in_process(variant.scores, variant._tokens, [set(variant._tokens(text)) for text in texts])
         for name, variant in variants.items()
@@ -508,9 +514,10 @@ def ask(loaded: Loaded) -> Asked:
     # The passages other bounds would show, from the product's ranking, laid out as the composer does.
     forget_query_vectors()
     hits = rank_messages(agent=loaded.agent, person=loaded.person, query=question.question, limit=14).hits
-    lines = [_passage_line(hit.message) for hit in hits]
     evidence = question.evidence
     for label, (most, chars) in WHAT_IF.items():
+        share = (chars - len(PASSAGES_HEADER)) // most - 1
+        lines = [_passage_line(hit.message, question.question, share) for hit in hits]
         plan = budget.plan_passages(len(PASSAGES_HEADER), [len(line) for line in lines], chars, most)
         text = "\n".join([PASSAGES_HEADER, *lines[: plan.count]])
         if plan.first_cut_to is not None:
@@ -605,6 +612,15 @@ def print_half(title: str, rows: list[Asked]) -> None:
         ]
         cells += [f"{quality(picked, name)['turn recall@10']:.1f}" for name in (BM25, VECTORS, WORDS)]
         print(f"| {kind} | " + " | ".join(cells) + " |")
+
+    print(f"\n### {title}: ablation, one change of {PRODUCT} off at a time (turn recall@10)\n")
+    ablated = [name for name in rows[0].ranked if name.startswith(f"{PRODUCT} without ")] if rows else []
+    kinds = groups(rows)
+    print("| retriever | " + " | ".join(kind for kind, _ in kinds) + " | session recall@5, all |")
+    print("| --- | " + " | ".join("---:" for _ in kinds) + " | ---: |")
+    for name in [PRODUCT, *ablated]:
+        cells = [f"{quality(picked, name)['turn recall@10']:.1f}" for _, picked in kinds]
+        print(f"| {name} | " + " | ".join(cells) + f" | {quality(rows, name)['session recall@5']:.1f} |")
 
     print(f"\n### {title}: every retriever, all questions\n")
     print(
