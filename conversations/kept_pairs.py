@@ -56,7 +56,7 @@ from accounts.models import Agent, Person
 from config.prepared import statement_cursor
 from conversations import quantised
 from conversations.models import Conversation, Message, MessageVector
-from conversations.retrieval import NOTHING_FOUND, ROLES, Found, Scope, length_factor
+from conversations.retrieval import NOTHING_FOUND, ROLES, WORDS_B, Found, Scope, length_factor
 from memory.indexing import namespace_for, unit_from_binary
 
 logger = logging.getLogger(__name__)
@@ -391,7 +391,8 @@ class KeptPair:
         """Messages `chosen` as conversations.retrieval's candidates, each with its score."""
         return Found(
             self.ids.data[chosen], self.conversation_ids.data[chosen], self.orders.data[chosen],
-            self.stamps.data[chosen], self.roles.data[chosen], scores[chosen].astype(np.float64, copy=False),
+            self.stamps.data[chosen], self.roles.data[chosen], self.lengths.data[chosen],
+            scores[chosen].astype(np.float64, copy=False),
         )  # fmt: skip
 
     def fill(self, vectors: list[tuple[int, bytes]]) -> None:
@@ -415,7 +416,7 @@ class KeptPair:
 
     # --- the two halves -----------------------------------------------------------------
 
-    def keyword_candidates(self, lexemes: Iterable[str], limit: int, *, normalise: bool = True) -> Found:
+    def keyword_candidates(self, lexemes: Iterable[str], limit: int, *, b: float = WORDS_B) -> Found:
         """conversations.retrieval.keyword_matches over the kept messages, every lexeme counted
         exactly: the summed inverse document frequency (over the pair) of the query's lexemes each
         message holds, times the length normalisation against the found messages' average length,
@@ -433,9 +434,9 @@ class KeptPair:
             scores[rows] += math.log(1 + (n - d + 0.5) / (d + 0.5))
             found[rows] = True
         held = np.flatnonzero(found)
-        if normalise and len(held):
+        if len(held):
             lengths = self.lengths.data[held].astype(np.float64)
-            scores[held] *= length_factor(lengths, float(lengths.mean()))
+            scores[held] *= length_factor(lengths, float(lengths.mean()), b)
         return self._best(held, scores, limit)
 
     def vector_view(self) -> VectorView:

@@ -438,5 +438,5 @@ def test_the_words_half_evens_out_message_length(tenant, person, conversation, s
     words_only = Ranking(meaning=False)
     assert ranked(words_only)[0] == short
     # Both hold "pottery" and "class": without the normalisation they tie, and the newer goes first.
-    assert ranked(replace(words_only, length_normalised=False))[0] == rambling
+    assert ranked(replace(words_only, length_b=0.0))[0] == rambling
     assert ranked(DEFAULT_RANKING)[0] == short

@@ -5,6 +5,7 @@ Both must give the same order and the very same scores, for every ranking the be
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -32,14 +33,14 @@ def plain_rule(
 ) -> tuple[list[int], dict[int, float]]:
     found: dict[int, Row] = {}
     own: dict[int, float] = {}
-    best = max((row[5] for row in keyword), default=0.0)
+    best = max((row[6] for row in keyword), default=0.0)
     for row in keyword:
         found[row[0]] = row
-        own[row[0]] = row[5] / best if best > 0 else 0.0
+        own[row[0]] = row[6] / best if best > 0 else 0.0
     floor = settings.VECTOR_FLOOR
     for row in similar:
         found.setdefault(row[0], row)
-        own[row[0]] = own.get(row[0], 0.0) + ranking.meaning_weight * (row[5] - floor) / (1.0 - floor)
+        own[row[0]] = own.get(row[0], 0.0) + ranking.meaning_weight * (row[6] - floor) / (1.0 - floor)
     named_roles = set(named.values())
     one_side = len(named_roles) == 1
     if one_side and not ranking.speaker_share_of_total:
@@ -56,12 +57,14 @@ def plain_rule(
                 own[pk] *= DATE_SHARE
     placed = {(row[1], row[2]): own[pk] for pk, row in found.items()}
     totals: dict[int, float] = {}
-    for pk, (_, conversation, order, _, role, _) in found.items():
+    for pk, (_, conversation, order, _, role, length, _) in found.items():
+        # A long message takes less of its neighbours' scores.
+        taken = min(1.0, ranking.neighbours_up_to / max(length, 1)) if ranking.neighbours_up_to else 1.0
         near = placed.get((conversation, order - 1), 0.0) + placed.get((conversation, order + 1), 0.0)
-        total = own[pk] + ranking.neighbour_share * near
+        total = own[pk] + taken * ranking.neighbour_share * near
         if ranking.second_neighbour_share:
             far = placed.get((conversation, order - 2), 0.0) + placed.get((conversation, order + 2), 0.0)
-            total = total + ranking.second_neighbour_share * far
+            total = total + taken * ranking.second_neighbour_share * far
         if one_side and ranking.speaker_share_of_total and role not in named_roles:
             total *= ranking.other_speaker_share
         totals[pk] = total
@@ -71,7 +74,7 @@ def plain_rule(
 def candidates(rng: random.Random, count: int) -> tuple[list[Row], list[Row]]:
     """Messages of a few conversations, many of them next to each other (neighbours count), some
     said at the same moment (ties), each in the keyword half, the meaning half, or both."""
-    messages: list[tuple[int, int, int, int, str]] = []
+    messages: list[tuple[int, int, int, int, str, int]] = []
     used: set[tuple[int, int]] = set()
     while len(messages) < count:
         conversation = rng.choice([7, 8, 9, 10_000_000_019])
@@ -80,7 +83,8 @@ def candidates(rng: random.Random, count: int) -> tuple[list[Row], list[Row]]:
             continue
         used.add((conversation, order))
         stamp = _microseconds(START) + rng.choice([order * DAY // 7, rng.randint(0, 90) * DAY])
-        messages.append((1_000 + len(messages) * 3, conversation, order, stamp, rng.choice(["user", "assistant"])))
+        role, length = rng.choice(["user", "assistant"]), rng.choice([1, 3, 10, 23, 24, 25, 60, 300])
+        messages.append((1_000 + len(messages) * 3, conversation, order, stamp, role, length))
     keyword: list[Row] = []
     similar: list[Row] = []
     for message in messages:
@@ -109,7 +113,7 @@ def test_the_numpy_ranking_is_the_plain_rule(name: str) -> None:
         if case % 11 == 0:
             similar = []
         if case % 13 == 0:  # a keyword half that scored nothing
-            keyword = [(*row[:5], 0.0) for row in keyword]
+            keyword = [(*row[:6], 0.0) for row in keyword]
         named = namings[case % len(namings)]
         dates = [[], [may_2023], [june_2023, may_2023], [in_2030]][case % 4]
         ranked = _rank(
@@ -131,11 +135,30 @@ def test_a_neighbour_in_another_conversation_gives_nothing() -> None:
     leave room between conversations)."""
     stamp = _microseconds(START + timedelta(days=1))
     keyword: list[Row] = [
-        (1, 5, 10, stamp, "user", 2.0),
-        (2, 6, 11, stamp, "user", 1.0),
-        (3, 5, 12, stamp, "user", 1.0),
+        (1, 5, 10, stamp, "user", 5, 2.0),
+        (2, 6, 11, stamp, "user", 5, 1.0),
+        (3, 5, 12, stamp, "user", 5, 1.0),
     ]
     ranked = _rank(Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[], ranking=DEFAULT_RANKING, degraded="")
     assert ranked.totals[2] == 0.5  # its own only: 11 is next to 10 and 12, but in conversation 6
     assert ranked.totals[1] == 1.0 + DEFAULT_RANKING.second_neighbour_share * 0.5
     assert ranked.best_first == [1, 3, 2]
+
+
+def test_a_long_message_takes_less_of_its_neighbours_scores() -> None:
+    stamp = _microseconds(START + timedelta(days=1))
+    up_to = DEFAULT_RANKING.neighbours_up_to
+    keyword: list[Row] = [
+        (1, 5, 10, stamp, "user", 3, 1.0),  # a question that found the long answer after it
+        (2, 5, 11, stamp, "assistant", 4 * up_to, 0.5),  # a long answer: a quarter of the share
+        (3, 5, 12, stamp, "user", up_to, 0.5),  # just within: the whole share
+    ]
+    ranked = _rank(Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[], ranking=DEFAULT_RANKING, degraded="")
+    share, second = DEFAULT_RANKING.neighbour_share, DEFAULT_RANKING.second_neighbour_share
+    assert ranked.totals[2] == 0.5 + 0.25 * share * (1.0 + 0.5)
+    assert ranked.totals[3] == 0.5 + share * 0.5 + second * 1.0
+    whole = _rank(
+        Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[],
+        ranking=replace(DEFAULT_RANKING, neighbours_up_to=0), degraded="",
+    )  # fmt: skip
+    assert whole.totals[2] == 0.5 + share * (1.0 + 0.5)

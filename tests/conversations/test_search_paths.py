@@ -122,7 +122,7 @@ def test_a_large_pair_is_searched_through_the_index_and_finds_what_the_exact_sca
     found = {row[0] for row in approximate} & {row[0] for row in exact}
     assert len(found) >= 18  # approximate, but close to exact on clustered vectors
     assert approximate[0][0] == exact[0][0]
-    assert [row[5] for row in approximate] == sorted((row[5] for row in approximate), reverse=True)
+    assert [row[6] for row in approximate] == sorted((row[6] for row in approximate), reverse=True)
 
 
 def ef_search() -> str | None:
@@ -231,7 +231,7 @@ def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itsel
     settings.SEARCH_COMMON_WORD_MESSAGES = 10  # "weather" is in 41 of 42 messages
     pruned = keyword_matches(scope)
     assert [row[0] for row in pruned] == [both.pk, zebra.pk]
-    assert pruned[0][5] > pruned[1][5]  # "weather" still scores
+    assert pruned[0][6] > pruned[1][6]  # "weather" still scores
     with django_assert_num_queries(1):  # the statistics and the pair's count of "weather" are kept
         assert keyword_matches(scope) == pruned
 
@@ -239,7 +239,7 @@ def test_a_common_word_scores_the_messages_rarer_words_find_but_finds_none_itsel
     exact = keyword_matches(scope)
     assert len(exact) == 42
     assert [row[0] for row in exact[:2]] == [both.pk, zebra.pk]
-    assert exact[0][5] == pytest.approx(pruned[0][5], rel=0.2)  # the estimate is near the count
+    assert exact[0][6] == pytest.approx(pruned[0][6], rel=0.2)  # the estimate is near the count
 
     settings.SEARCH_COMMON_WORD_MESSAGES = 10
     only_common = keyword_matches(Scope.of(tenant.agent, person, words="weather", config="english"))
