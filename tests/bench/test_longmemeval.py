@@ -12,6 +12,7 @@ import pytest
 from bench.longmemeval import (
     Question,
     bodies,
+    dataset_path,
     import_lines,
     parse_date,
     session_recall,
@@ -115,3 +116,12 @@ def test_bodies_stay_under_the_limit_and_keep_every_line_in_order() -> None:
     assert [i for group in groups for i in group] == list(range(10))
     assert all(len(json.dumps([lines[i] for i in group])) <= 350 for group in groups)
     assert len(groups) == 4
+
+
+def test_the_sample_is_found_where_mnemo_longmemeval_points(tmp_path, monkeypatch) -> None:
+    sample = tmp_path / "dev-60.jsonl.gz"
+    sample.write_bytes(b"")
+    monkeypatch.setenv("MNEMO_LONGMEMEVAL", str(tmp_path))
+    assert dataset_path() == sample
+    monkeypatch.setenv("MNEMO_LONGMEMEVAL", str(sample))
+    assert dataset_path() == sample
