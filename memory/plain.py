@@ -9,6 +9,7 @@ recorded, never dropped.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -151,3 +152,36 @@ def refusal_sentence(revision: Revision, *, viewer: str, agent_names: Mapping[st
         )
     target = revision.note_key or "a note"
     return f"Did not save what {who if who != 'You' else 'you'} wrote to {target}: {reason}."
+
+
+# The fields of a LangGraph store item's value that hold its words, in the order they are looked for.
+_STORE_TEXT_FIELDS = ("text", "content", "memory", "description", "summary", "note", "fact")
+
+
+def note_text(content: str) -> str:
+    """A note's content as a person reads it. A LangGraph store's item, which mnemo_client.langgraph
+    writes as `{"key": ..., "value": {...}}`, is its value's words (its text, content or description),
+    or each plain field of the value on a line of its own; any other content is shown as it is."""
+    if not content.startswith("{"):
+        return content
+    try:
+        item = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(item, dict) or set(item) != {"key", "value"}:
+        return content
+    value = item["value"]
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        return content
+    for field in _STORE_TEXT_FIELDS:
+        text = value.get(field)
+        if isinstance(text, str) and text.strip():
+            return text
+    lines = [
+        f"{str(name).replace('_', ' ')}: {field_value}"
+        for name, field_value in value.items()
+        if isinstance(field_value, str | int | float | bool) and str(field_value).strip()
+    ]
+    return "\n".join(lines) or content

@@ -100,3 +100,38 @@ def test_search_results_name_the_bank_in_words_and_show_no_score(lens_client, te
     assert "· About you in project Apollo" in html
     assert "score" not in html
     assert Bank.objects.filter(team=tenant.team).exists()
+
+
+# --- LangGraph store notes read as words -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        ('{"key": "diet", "value": {"text": "Ada is vegetarian"}}', "Ada is vegetarian"),
+        ('{"key": "diet", "value": {"kind": "x", "description": "Eats no meat"}}', "Eats no meat"),
+        ('{"key": "diet", "value": "Vegetarian since 2019"}', "Vegetarian since 2019"),
+        ('{"key": "trip", "value": {"city": "Porto", "nights": 3, "tags": ["a"]}}', "city: Porto\nnights: 3"),
+        ('{"key": "x", "value": {"text": ""}, "extra": 1}', '{"key": "x", "value": {"text": ""}, "extra": 1}'),
+        ("{not json", "{not json"),
+        ("Plain words stay as they are", "Plain words stay as they are"),
+        ('{"key": "empty", "value": {}}', '{"key": "empty", "value": {}}'),
+    ],
+)
+def test_a_store_items_content_is_read_as_its_words(content, shown):
+    from memory.plain import note_text
+
+    assert note_text(content) == shown
+
+
+def test_the_lens_shows_a_langgraph_store_note_as_words_not_json(lens_client, tenant, person, actor):
+    content = '{"key": "food-preferences", "value": {"text": "Ada prefers oat milk", "confidence": 0.9}}'
+    remember(team=tenant.team, person=person, actor=actor, **note_fields(key="food", content=content))
+    note = Note.objects.get(key="food")
+    listed = lens_client.get("/lens/").content.decode()
+    assert "Ada prefers oat milk" in listed
+    assert "confidence" not in listed
+    # The note's page shows the words; its edit form keeps the content as written, to edit it.
+    page = lens_client.get(f"/m/{note.pk}").content.decode()
+    assert '<div class="content">Ada prefers oat milk</div>' in page
+    assert Note.objects.get(pk=note.pk).content == content  # shown as words, kept as written
