@@ -19,19 +19,19 @@ from rest_framework.views import APIView
 
 from accounts.api import PersonDetailApi
 from accounts.authentication import request_api_key
-from accounts.models import ApiKey, Person
+from accounts.models import Agent, ApiKey, Person
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
-from config.fields import IntegerField
+from config.fields import IdentifierField, IntegerField
 from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
 from config.text import query_id
 from memory import packages, services
 from memory.exceptions import InvalidArguments
-from memory.models import Bank, Note, Revision
+from memory.models import Bank, CategoryMute, Note, Revision
 from memory.package_format import MemoryPackage
-from memory.serializers import BankOutput, NoteOutput, RevisionOutput
+from memory.serializers import BankOutput, MuteOutput, NoteOutput, RevisionOutput
 from memory.tools import REGISTRY, Tool, ToolContext
 
 NOT_READ = "(the body could not be read; see the reason)"
@@ -457,3 +457,100 @@ class PersonApi(PersonDetailApi):
         hard = query_flag(request, "hard")
         report = services.erase_person(team=team, person=person, actor=admin_actor(request, key), hard=hard)
         return Response(report.as_dict())
+
+
+# --- mutes ------------------------------------------------------------------------------------------
+
+MUTES_NEED_ADMIN = (
+    "Mutes are a person's choices about every agent: listing, adding or removing one needs an admin-capable API key."
+)
+
+
+def _mutes(key: ApiKey) -> QuerySet[CategoryMute]:
+    return CategoryMute.objects.filter(team=key.team).select_related("person", "agent").order_by("created_at", "id")
+
+
+class MuteListApi(ListAPIView[CategoryMute]):
+    serializer_class = MuteOutput
+
+    class CreateInput(serializers.Serializer[None]):
+        person = IdentifierField(max_length=200, help_text="The person's id.")
+        category = IdentifierField(max_length=200, required=False)
+        note = IntegerField(min_value=1, required=False, help_text="Not available yet: mute the note's category.")
+        agent = serializers.SlugField(
+            max_length=64, required=False, help_text="An agent of the team (slug); default: every agent of the team."
+        )
+
+    @extend_schema(
+        operation_id="mutes_list",
+        description="The team's mutes, oldest first; an admin-capable key only.",
+        parameters=[
+            OpenApiParameter("person", OpenApiTypes.STR, description="Only this person's."),
+            OpenApiParameter("agent", OpenApiTypes.STR, description="Only this agent's (slug)."),
+        ],
+        responses={200: MuteOutput(many=True), **error_responses(403, 404)},
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[CategoryMute]:
+        key = admin_key(self.request, MUTES_NEED_ADMIN)
+        mutes = _mutes(key)
+        person = _person_filter(self.request)
+        if person is not None:
+            mutes = mutes.filter(person=person)
+        if (slug := self.request.query_params.get("agent")) is not None:
+            mutes = mutes.filter(agent=_agent_named(key, slug))
+        return mutes
+
+    @extend_schema(
+        operation_id="mutes_create",
+        description=(
+            "Mutes a category of what is known about a person for one agent, or for every agent of the team "
+            "when no agent is named: its notes are withheld from that agent's turns, recall and search until "
+            "the mute is removed; nothing is deleted. Answers the mutes, one per agent (one already there is "
+            "kept)."
+        ),
+        request=CreateInput,
+        responses={
+            201: inline_serializer("MutesCreated", {"mutes": MuteOutput(many=True)}),
+            **error_responses(403, 404),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        key = admin_key(request, MUTES_NEED_ADMIN)
+        data = self.CreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        if "note" in fields:
+            raise exceptions.ValidationError(
+                {"note": ["Muting a single note is not available yet; mute its category instead."]}
+            )
+        if not fields.get("category"):
+            raise exceptions.ValidationError({"category": ["Name the category to mute."]})
+        person = get_object_or_404(Person.objects.for_team(key.team), external_id=fields["person"])
+        if "agent" in fields:
+            agents = [_agent_named(key, fields["agent"])]
+        else:
+            agents = list(Agent.objects.filter(team=key.team).order_by("slug"))
+        mutes = services.mute_for_agents(person=person, agents=agents, category=fields["category"])
+        return Response({"mutes": [MuteOutput(mute).data for mute in mutes]}, status=201)
+
+
+class MuteDetailApi(APIView):
+    @extend_schema(
+        operation_id="mutes_destroy",
+        description="Removes a mute: the agent is shown the category's notes again. An admin-capable key only.",
+        responses={204: None, **error_responses(403, 404)},
+    )
+    def delete(self, request: Request, mute_id: int) -> Response:
+        key = admin_key(request, MUTES_NEED_ADMIN)
+        services.remove_mute(mute=get_object_or_404(_mutes(key), pk=mute_id))
+        return Response(status=204)
+
+
+def _agent_named(key: ApiKey, slug: str) -> Agent:
+    agent = Agent.objects.filter(team=key.team, slug=slug).first()
+    if agent is None:
+        raise exceptions.NotFound(f"No agent '{slug}' in this team.")
+    return agent

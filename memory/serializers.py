@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memory.models import Bank, Note, Revision
+from memory.models import Bank, CategoryMute, Note, Revision
 
 
 class NoteOutput(serializers.ModelSerializer[Note]):
@@ -64,3 +64,11 @@ class RevisionOutput(serializers.ModelSerializer[Revision]):
             "id", "bank", "note", "note_key", "action", "actor", "actor_ref", "before", "after", "reason",
             "request_id", "erased", "created_at",
         ]  # fmt: skip
+
+
+class MuteOutput(serializers.Serializer[CategoryMute]):
+    id = serializers.IntegerField()
+    person = serializers.CharField(source="person.external_id")
+    agent = serializers.CharField(source="agent.slug")
+    category = serializers.CharField()
+    created_at = serializers.DateTimeField()

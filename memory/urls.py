@@ -14,4 +14,6 @@ urlpatterns = [
     path("imports", api.ImportApi.as_view(), name="imports"),
     path("exports", api.ExportApi.as_view(), name="exports"),
     path("reads", read_api.ReadListApi.as_view(), name="reads-list"),
+    path("mutes", api.MuteListApi.as_view(), name="mutes-list"),
+    path("mutes/<int:mute_id>", api.MuteDetailApi.as_view(), name="mutes-detail"),
 ]

@@ -27,7 +27,7 @@ from memory.services.capacity import (
     request_consolidations_again,
     update_bank_settings,
 )
-from memory.services.mutes import mute_category, unmute_category
+from memory.services.mutes import mute_category, mute_for_agents, remove_mute, unmute_category
 from memory.services.notes import (
     NoteErasure,
     WriteResult,
@@ -64,10 +64,12 @@ __all__ = [
     "latch_full",
     "merge_notes",
     "mute_category",
+    "mute_for_agents",
     "record_consolidation",
     "record_consolidation_failure",
     "record_refused_call",
     "remember",
+    "remove_mute",
     "request_consolidation",
     "request_consolidations_again",
     "unmute_category",

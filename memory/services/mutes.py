@@ -44,3 +44,16 @@ def unmute_category(*, person: Person, agent: Agent, category: str) -> None:
     ).delete()
     if deleted:
         new_bank_version(banks_they_read(person))
+
+
+@transaction.atomic
+def mute_for_agents(*, person: Person, agents: list[Agent], category: str) -> list[CategoryMute]:
+    """Mute a category of this person for each of these agents (an admin's mute for every agent of
+    the team names them all); a mute already there is kept as it is."""
+    return [mute_category(person=person, agent=agent, category=category) for agent in agents]
+
+
+@transaction.atomic
+def remove_mute(*, mute: CategoryMute) -> None:
+    """Unmute: the agent is shown the category's notes again (nothing was deleted by the mute)."""
+    unmute_category(person=mute.person, agent=mute.agent, category=mute.category)

@@ -100,6 +100,8 @@ NOT_NOTE_WRITERS = {
     "record_consolidation_failure": "bank state only",
     "mute_category": "mutes only",
     "unmute_category": "mutes only",
+    "mute_for_agents": "mutes only",
+    "remove_mute": "mutes only",
     "get_or_create_bank": "creates banks, not notes",
     "daily_key": "pure",
     "record_refused_call": "the revision log only",
