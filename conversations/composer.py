@@ -159,10 +159,11 @@ def _passage_line(message: Message, query: str, share: int) -> str:
         "who": "person" if message.role == Message.Role.USER else "agent",
         "message": message.pk,
     }
-    whole = json_line({**record, "text": message.content})
-    if len(whole) <= share:
-        return whole
     length = len(message.content)
+    if length < share:  # a line is longer than its text: a longer message never fits whole
+        whole = json_line({**record, "text": message.content})
+        if len(whole) <= share:
+            return whole
     # The line around the window's text, its position as long as it can be; JSON's escapes (a line
     # break is two characters) are paid for by a second, smaller window when the first overran.
     frame = len(json_line({**record, "at": Window(length, length, length).position(), "text": ""}))

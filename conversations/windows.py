@@ -72,10 +72,9 @@ def _window_end(text: str, start: int, size: int, ends: list[int]) -> int:
     return space if space > start + size // 2 else limit
 
 
-def _starts(text: str, size: int) -> list[int]:
-    """Where a window may start: every sentence, and within a sentence longer than half a window,
-    every half window at a word."""
-    sentence_starts, ends = _sentences(text)
+def _starts(text: str, size: int, sentence_starts: list[int], ends: list[int]) -> list[int]:
+    """Where a window may start: every sentence (as _sentences found them), and within a sentence
+    longer than half a window, every half window at a word."""
     found: set[int] = set()
     for begin, end in zip(sentence_starts, ends, strict=True):
         found.add(begin)
@@ -93,8 +92,8 @@ def _starts(text: str, size: int) -> list[int]:
 def best_window(content: str, query: str, *, size: int, language: str) -> Window:
     """The window of at most `size` characters whose words match the query's best, both read in the
     message's language: each query token it holds counts once, a token the message says less often
-    counts more (1 / sqrt of its count). Ties go to the earliest window; with no word matched, the
-    message's start. A message that fits is its own window."""
+    counts more (1 / sqrt of its count). Of the windows that score best, the middle one; with no
+    word matched, the message's start. A message that fits is its own window."""
     length = len(content)
     if length <= size:
         return Window(0, length, length)
@@ -103,12 +102,12 @@ def best_window(content: str, query: str, *, size: int, language: str) -> Window
     for begin, _end, token in token_spans(content, language):
         if token in wanted:
             at.setdefault(token, []).append(begin)
-    _, ends = _sentences(content)
+    sentence_starts, ends = _sentences(content)
     if not at:
         return Window(0, _window_end(content, 0, size, ends), length)
     weights = {token: 1 / math.sqrt(len(places)) for token, places in at.items()}
     scored = []
-    for start in _starts(content, size):
+    for start in _starts(content, size, sentence_starts, ends):
         end = _window_end(content, start, size, ends)
         held = (
             weight for token, weight in weights.items() if bisect_left(at[token], end) > bisect_left(at[token], start)

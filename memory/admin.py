@@ -34,6 +34,32 @@ def _admin_actor(request: HttpRequest) -> Actor:
     return Actor(Revision.Actor.ADMIN, f"user:{request.user.get_username()}", getattr(request, "request_id", ""))
 
 
+def _erase_confirmation(
+    model_admin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    *,
+    title: str,
+    warning: str,
+    items: list[tuple[int, str]],
+    confirm: str,
+) -> TemplateResponse:
+    """Like Django's own delete: a page that says what an erase action will take, and asks once more
+    (its form posts the action again with confirm=yes)."""
+    return TemplateResponse(
+        request,
+        "admin/erase_confirmation.html",
+        {
+            **model_admin.admin_site.each_context(request),
+            "title": title,
+            "warning": warning,
+            "items": items,
+            "confirm": confirm,
+            "opts": model_admin.model._meta,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        },
+    )
+
+
 class NoteTotal(TypedDict):
     note_total: int
 
@@ -126,16 +152,20 @@ class NoteAdmin(admin.ModelAdmin[Note]):
     def erase_selected(self, request: HttpRequest, queryset: QuerySet[Note]) -> TemplateResponse | None:
         notes = list(queryset.select_related("bank", "team").order_by("pk"))
         if request.POST.get("confirm") != "yes":
-            return TemplateResponse(
+            return _erase_confirmation(
+                self,
                 request,
-                "admin/memory/note/erase_confirmation.html",
-                {
-                    **self.admin_site.each_context(request),
-                    "title": "Erase these notes?",
-                    "notes": notes,
-                    "opts": self.model._meta,
-                    "action_checkbox_name": ACTION_CHECKBOX_NAME,
-                },
+                title="Erase these notes?",
+                warning=(
+                    "These notes will be erased, as the lens and the API erase a note: each note and its vector, "
+                    "its content in every revision of its bank and key, the messages it was learned from (they "
+                    "stay as tombstones in their conversations) and the conversation summaries those messages fed "
+                    "(cleared, then rebuilt from what is left). The revision log keeps its events without "
+                    "content. This cannot be undone."
+                ),
+                # Named by id, not by key: a key can be built from what the note says.
+                items=[(note.pk, f"{note.team.slug} / {note.bank.address} / note {note.pk}") for note in notes],
+                confirm="Yes, erase these notes",
             )
         for note in notes:
             try:
@@ -227,17 +257,18 @@ class PersonErasureAdmin(PersonAdmin):
     def erase_selected(self, request: HttpRequest, queryset: QuerySet[Person]) -> TemplateResponse | None:
         people = list(queryset.select_related("team"))
         if request.POST.get("confirm") != "yes":
-            # Like Django's own delete: a page that says what will go, and asks once more.
-            return TemplateResponse(
+            return _erase_confirmation(
+                self,
                 request,
-                "admin/accounts/person/erase_confirmation.html",
-                {
-                    **self.admin_site.each_context(request),
-                    "title": "Erase everything about these people?",
-                    "people": people,
-                    "opts": self.model._meta,
-                    "action_checkbox_name": ACTION_CHECKBOX_NAME,
-                },
+                title="Erase everything about these people?",
+                warning=(
+                    "Everything held about these people will be erased: their notes, what shared banks say of "
+                    "them, the content of their revisions, their mutes, and their conversations with messages, "
+                    "summaries and turns. The revision log keeps its events without content; each person row "
+                    "stays as a tombstone. This cannot be undone; export first if they asked for a copy."
+                ),
+                items=[(person.pk, f"{person.team.slug} / {person.external_id}") for person in people],
+                confirm="Yes, erase everything about them",
             )
         for person in people:
             report = erase_person(team=person.team, person=person, actor=_admin_actor(request))

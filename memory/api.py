@@ -500,7 +500,7 @@ class MuteListApi(ListAPIView[CategoryMute]):
         if person is not None:
             mutes = mutes.filter(person=person)
         if (slug := self.request.query_params.get("agent")) is not None:
-            mutes = mutes.filter(agent=_agent_named(key, slug))
+            mutes = mutes.filter(agent=get_object_or_404(Agent.objects.for_team(key.team), slug=slug))
         return mutes
 
     @extend_schema(
@@ -530,9 +530,9 @@ class MuteListApi(ListAPIView[CategoryMute]):
             raise exceptions.ValidationError({"category": ["Name the category to mute."]})
         person = get_object_or_404(Person.objects.for_team(key.team), external_id=fields["person"])
         if "agent" in fields:
-            agents = [_agent_named(key, fields["agent"])]
+            agents = [get_object_or_404(Agent.objects.for_team(key.team), slug=fields["agent"])]
         else:
-            agents = list(Agent.objects.filter(team=key.team).order_by("slug"))
+            agents = list(Agent.objects.for_team(key.team).order_by("slug"))
         mutes = services.mute_for_agents(person=person, agents=agents, category=fields["category"])
         return Response({"mutes": [MuteOutput(mute).data for mute in mutes]}, status=201)
 
@@ -547,10 +547,3 @@ class MuteDetailApi(APIView):
         key = admin_key(request, MUTES_NEED_ADMIN)
         services.remove_mute(mute=get_object_or_404(_mutes(key), pk=mute_id))
         return Response(status=204)
-
-
-def _agent_named(key: ApiKey, slug: str) -> Agent:
-    agent = Agent.objects.filter(team=key.team, slug=slug).first()
-    if agent is None:
-        raise exceptions.NotFound(f"No agent '{slug}' in this team.")
-    return agent
