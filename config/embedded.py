@@ -12,12 +12,13 @@ import hashlib
 import logging
 import os
 import pwd
+import shlex
 import socket
 import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -38,6 +39,48 @@ AUTOSTART_VARIABLE = "MNEMO_EMBEDDED_AUTOSTART"
 
 def autostart() -> bool:
     return os.environ.get(AUTOSTART_VARIABLE, "1") != "0"
+
+
+# The data dir when MNEMO_DATA_DIR is unset (config/settings.py reads the same default).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent.parent / "var"
+
+# The commands that may make a data dir where there is none: they create one or look after it.
+# Any other command (createsuperuser, shell, erase_note...) needs a migrated database; given a
+# data dir without one, it would start an empty Postgres and Redis there and then fail on a
+# missing table, leaving both running. manage.py stops it first (refusal_for_an_empty_data_dir).
+MAY_MAKE_A_DATA_DIR = frozenset(
+    {"run", "migrate", "makemigrations", "services", "help", "version", "check", "collectstatic", "test"}
+)
+
+
+def manage_command(arguments: str, data_dir: Path) -> str:
+    """A manage.py command line to paste, carrying MNEMO_DATA_DIR when data_dir is not the default.
+
+    Without it the pasted command would look in ./var, not where this Mnemo keeps its data.
+    """
+    command = f".venv/bin/python manage.py {arguments}"
+    if data_dir.resolve() != DEFAULT_DATA_DIR:
+        command = f"MNEMO_DATA_DIR={shlex.quote(str(data_dir))} {command}"
+    return command
+
+
+def refusal_for_an_empty_data_dir(argv: list[str], environ: Mapping[str, str]) -> str | None:
+    """Why manage.py must not run argv (None: it may), read from the environment before the settings load.
+
+    A command that needs the database refuses a data dir that holds none, naming the directory it
+    looked in, before anything is started there.
+    """
+    command = argv[1] if len(argv) > 1 else "help"
+    if command in MAY_MAKE_A_DATA_DIR or "--help" in argv or "-h" in argv or environ.get("DATABASE_URL"):
+        return None
+    data_dir = Path(environ.get("MNEMO_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+    if cluster_major(data_dir / "pgdata") is not None:
+        return None
+    return (
+        f"`manage.py {command}` needs Mnemo's database, and {data_dir} holds none, so nothing was started. "
+        f"If Mnemo keeps its data in another directory, set MNEMO_DATA_DIR to it (`make run` prints its "
+        f"commands with it); to make a new one here, run `make run` or `manage.py migrate` first."
+    )
 
 
 # AF_UNIX paths are limited to 108 bytes on Linux; keep a margin.
@@ -130,7 +173,7 @@ def refuse_an_older_cluster(pgdata: Path) -> None:
     if found < bundled:
         raise ImproperlyConfigured(
             f"{pgdata} holds a Postgres {found} cluster, made by an earlier Mnemo; this one runs Postgres {bundled}. "
-            f"Run `.venv/bin/python manage.py services upgrade`: it dumps the old "
+            f"Run `{manage_command('services upgrade', pgdata.parent)}`: it dumps the old "
             f"cluster, restores it into a new Postgres {bundled} one, checks that every table has all its rows, "
             f"and keeps the old cluster as {pgdata.name}-{found} until you delete it."
         )

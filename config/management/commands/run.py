@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -71,8 +72,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Data dir: {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
-        self.stdout.write("Demo tenant:")
-        call_command("bootstrap_demo")
+        # Printed last, in the block that says Mnemo is up, not above the Celery banner.
+        demo = io.StringIO()
+        call_command("bootstrap_demo", stdout=demo)
         self._check_connection_budget(web=web_concurrency, workers=concurrency)
         # This process serves nothing from here on: give its connections back to Postgres.
         connections.close_all()
@@ -103,9 +105,9 @@ class Command(BaseCommand):
             url = f"http://{host}:{port}/"
             self._wait_until_healthy(url, children, lambda: stopping)
             if not stopping:
-                self.stdout.write(self.style.SUCCESS(f"Mnemo is up at {url}"))
                 self.stdout.write(f"{web_concurrency} web process(es), {concurrency} Celery worker process(es), beat.")
-                self.stdout.write(self._where(url))
+                self.stdout.write(self.style.SUCCESS(f"Mnemo is up at {url}"))
+                self.stdout.write(self._where(url, demo.getvalue()))
             while not stopping:
                 for name, child in children.items():
                     if child.poll() is not None:
@@ -117,7 +119,8 @@ class Command(BaseCommand):
             self._stop(children)
             self._stop_embedded()
 
-    def _where(self, url: str) -> str:
+    def _where(self, url: str, credentials: str) -> str:
+        """The block a newcomer reads last: where everything is, the demo login and key, and how to stop."""
         demo = "" if settings.DEMO_ENABLED else " (off: set DEMO_ENABLED=1)"
         embedded_here = sorted(embedded.started_here)
         stops = "the web server, the worker and beat"
@@ -130,10 +133,12 @@ class Command(BaseCommand):
             used.add("redis")
         kept = used - set(embedded_here)
         lines = [
-            f"  Memory lens  {url}lens/   sign in with the login above: what agents remember about you",
+            f"  Memory lens  {url}lens/   sign in with the login below: what agents remember about you",
             f"  Demo         {url}demo/{demo}   a coach that keeps eight facts about whoever talks to it",
-            f"  API          {url}api/docs/   with the API key above; health at {url}healthz",
-            f"  Admin        {url}admin/   needs a superuser: {sys.executable} manage.py createsuperuser",
+            f"  API          {url}api/docs/   with the API key below; health at {url}healthz",
+            f"  Admin        {url}admin/   needs a superuser: {embedded.manage_command('createsuperuser', settings.DATA_DIR)}",
+            "The demo tenant:",
+            credentials.rstrip("\n"),
             f"Press Ctrl-C to stop {stops}.",
         ]
         if kept:
