@@ -15,7 +15,12 @@ from markdown_it.token import Token
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = [ROOT / "README.md", ROOT / "clients" / "python" / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted(ROOT.glob("clients/*/README.md")),
+    *sorted(DOCS.glob("*.md")),
+]
 
 # Files that exist on the machine of whoever wrote this repository, never in a clone of it.
 OUTSIDE = re.compile(r"\.\./shared|design\.md", re.IGNORECASE)

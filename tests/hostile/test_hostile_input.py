@@ -8,7 +8,7 @@ wrong content type, oversize bodies with and without Content-Length, empty and n
 Each answer is a 4xx (the API's error shape on the JSON API), never a 500; nothing changes but the
 revision log; and every refused note write is in it, with what was refused stored escaped. The two
 exceptions, by design: bodies over the size limit are refused before they are read (and so before
-they are attributed to anyone), and bidi controls are allowed in free text (see README).
+they are attributed to anyone), and bidi controls are allowed in free text (see docs/api.md).
 
 Adding a surface adds every kind that applies to it; `test_every_route_is_a_surface` fails when an
 API or lens route has no surface here.
