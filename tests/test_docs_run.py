@@ -68,7 +68,16 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
-MARKED = [block for page in PAGES for block in blocks(page) if block.marker == "run"]
+def sessions() -> list[list[Block]]:
+    """What a reader pastes into one terminal: a page's shell blocks, in order (a later block may use
+    what an earlier one set, as the API guide's examples use its URL and KEY); each Python block alone."""
+    found = []
+    for page in PAGES:
+        marked = [block for block in blocks(page) if block.marker == "run"]
+        shell = [block for block in marked if block.language == "sh"]
+        found += [shell] if shell else []
+        found += [[block] for block in marked if block.language != "sh"]
+    return found
 
 
 def test_the_readme_runs_what_it_shows_or_says_why_not():
@@ -94,9 +103,10 @@ def test_a_marker_is_read_only_on_the_line_before_a_block(tmp_path):
     assert [(b.code, b.marker) for b in found] == [("echo one\n", "run"), ("echo two\n", ""), ("make run\n", "not run")]
 
 
-@pytest.mark.parametrize("block", MARKED, ids=str)
-def test_a_block_marked_run_runs_as_pasted(block: Block, web_server: str, tenant: Tenant, tmp_path: Path):
-    assert block.language in RUNNERS, f"{block}: a block marked run must be sh or python, not {block.language!r}"
+@pytest.mark.parametrize("session", sessions(), ids=lambda session: str(session[0]))
+def test_the_blocks_marked_run_run_as_pasted(session: list[Block], web_server: str, tenant: Tenant, tmp_path: Path):
+    language = session[0].language
+    assert language in RUNNERS, f"{session[0]}: a block marked run must be sh or python, not {language!r}"
     (tmp_path / "var" / "demo").mkdir(parents=True)
     (tmp_path / "var" / "demo" / "agent_key").write_text(tenant.key.plaintext + "\n")
     env = {
@@ -105,9 +115,11 @@ def test_a_block_marked_run_runs_as_pasted(block: Block, web_server: str, tenant
         "MNEMO_URL": web_server,
         "MNEMO_KEY": tenant.key.plaintext,
     }
-    code = block.code.replace(WHERE_MAKE_RUN_SERVES, web_server.rstrip("/"))
+    # Each block says where it starts, so a failure names the block it happened in.
+    code = "".join(f"echo '--- {block}'\n{block.code}" if language == "sh" else block.code for block in session)
+    code = code.replace(WHERE_MAKE_RUN_SERVES, web_server.rstrip("/"))
     result = subprocess.run(
-        [*RUNNERS[block.language], code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [*RUNNERS[language], code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
-    assert result.returncode == 0, f"{block} failed:\n{result.stdout}\n{result.stderr}"
-    assert '"error"' not in result.stdout, f"{block} printed an API error:\n{result.stdout}"
+    assert result.returncode == 0, f"{session[0]} failed:\n{result.stdout}\n{result.stderr}"
+    assert '"error"' not in result.stdout, f"an API error:\n{result.stdout}"
