@@ -221,7 +221,7 @@ export class Mnemo {
         const text = await response.text();
         return (response.status === 204 || !text ? undefined : JSON.parse(text)) as T;
       }
-      const error = await errorFromResponse(response, call.method, retries + 1);
+      const error = await errorFromResponse(response, call, retries + 1);
       const delay = retryDelay(this.retry, error, retries, waited);
       if (delay === null) throw error;
       await sleep(delay);

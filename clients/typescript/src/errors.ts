@@ -147,7 +147,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** The typed error for a non-2xx answer; a body without Mnemo's error shape still gets its status's class. */
-export async function errorFromResponse(response: Response, method: string, attempts = 1): Promise<MnemoError> {
+export async function errorFromResponse(
+  response: Response,
+  request: { method: string; path: string },
+  attempts = 1,
+): Promise<MnemoError> {
   const status = response.status;
   const text = await response.text().catch(() => "");
   let body: unknown = text;
@@ -167,7 +171,7 @@ export async function errorFromResponse(response: Response, method: string, atte
   }
   if (!message) {
     const trimmed = text.trim();
-    message = trimmed ? trimmed.slice(0, 300) : `${method} ${new URL(response.url || "http://x/").pathname} answered ${status}.`;
+    message = trimmed ? trimmed.slice(0, 300) : `${request.method} ${request.path} answered ${status}.`;
   }
   const byCode = status === 409 || status === 422 ? BY_CODE[code] : undefined;
   const cls = byCode ?? BY_STATUS[status] ?? (status >= 500 ? ServerError : MnemoError);

@@ -98,6 +98,15 @@ describe("retries", () => {
     assert.equal(requests.length, 1);
   });
 
+  test("an empty error body still says what failed", async () => {
+    const mnemo = answering({ status: 500, body: "" });
+    await assert.rejects(mnemo.me(), (error: unknown) => {
+      assert.ok(error instanceof ServerError);
+      assert.equal(String(error), "ServerError: 500 error: GET /api/v1/me answered 500.");
+      return true;
+    });
+  });
+
   test("query parameters and path segments are escaped", async () => {
     const mnemo = answering({ status: 200, body: {} }, { status: 200, body: { count: 0, results: [] } });
     await mnemo.getBank("user:auth0|42/x");
