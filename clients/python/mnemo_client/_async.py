@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
 from typing import Any, Unpack
 
 import httpx
@@ -28,6 +29,7 @@ from mnemo_client.types import (
     Person,
     PersonErased,
     Profile,
+    Read,
     RecallArgs,
     RecallMemoriesArgs,
     RecallMemoriesResult,
@@ -357,6 +359,35 @@ class AsyncMnemo:
         page_size: int = _core.DEFAULT_PAGE_SIZE,
     ) -> AsyncIterator[Revision]:
         return self._pages("/api/v1/revisions", query(note=note, person=person, bank=bank), page_size)
+
+    async def reads(
+        self,
+        person: str | None = None,
+        *,
+        agent: str | None = None,
+        tool: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Read]:
+        """The retrieval audit, newest first: what agents looked up (about `person`, by `agent`, with
+        `tool`, in [since, until)) and what came back, as ids. Needs an admin-capable key."""
+        params = query(person=person, agent=agent, tool=tool, since=since, until=until, limit=limit, offset=offset)
+        return await self.request(Call("GET", "/api/v1/reads", params=params))
+
+    def iter_reads(
+        self,
+        person: str | None = None,
+        *,
+        agent: str | None = None,
+        tool: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        page_size: int = _core.DEFAULT_PAGE_SIZE,
+    ) -> AsyncIterator[Read]:
+        params = query(person=person, agent=agent, tool=tool, since=since, until=until)
+        return self._pages("/api/v1/reads", params, page_size)
 
     # --- memory packages -----------------------------------------------------------------------
 

@@ -380,6 +380,36 @@ class Revision(TypedDict):
     created_at: str
 
 
+class RankedNote(TypedDict):
+    id: int
+    rank: int  # 1 for the best-ranked result
+
+
+class RankedMessage(TypedDict):
+    id: int
+    rank: int
+    conversation: int  # 0 if the message was erased since
+
+
+class Read(TypedDict):
+    """One read of the retrieval audit: what an agent looked up about a person, ids and counts only."""
+
+    id: int
+    tool: str  # the read tool called, or "turn" for a composed turn
+    agent: str
+    person: str
+    query: str  # empty for a turn, and once blanked by an erasure
+    query_erased: bool
+    turn: int | None
+    notes: list[RankedNote]
+    messages: list[RankedMessage]
+    note_count: int
+    message_count: int
+    degraded: list[str]
+    latency_ms: float
+    created_at: str
+
+
 class ImportRefusal(TypedDict):
     bank: str
     key: str
