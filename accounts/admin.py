@@ -6,9 +6,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from accounts.models import Agent, ApiKey, Membership, Person, Team
-from accounts.services import issue_api_key, revoke_api_key
+from accounts.services import create_agent, issue_api_key, revoke_api_key
 
 
 class MembershipInline(admin.TabularInline[Membership, Team]):
@@ -32,12 +35,55 @@ class MembershipAdmin(admin.ModelAdmin[Membership]):
     autocomplete_fields = ["user", "team"]
 
 
+class ApiKeyInline(admin.TabularInline[ApiKey, Agent]):
+    """The agent's keys, read only: a key is issued (and its secret shown once) on the API key page,
+    and revoked there; its hash is never shown."""
+
+    model = ApiKey
+    fk_name = "agent"
+    fields = ["prefix", "name", "can_admin", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "name", "can_admin", "created_at", "last_used_at", "revoked_at"]
+    extra = 0
+    show_change_link = True
+    verbose_name_plural = "API keys (issue one with “Add API key”; revoke from the API keys list)"
+
+    def has_add_permission(self, request: HttpRequest, obj: Agent | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Agent | None = None) -> bool:
+        return False
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin[Agent]):
     list_display = ["slug", "name", "team", "created_at"]
     list_filter = ["team"]
     search_fields = ["slug", "name", "team__slug"]
     autocomplete_fields = ["team"]
+    inlines = [ApiKeyInline]
+    readonly_fields = ["issue_key"]
+
+    @admin.display(description="API keys")
+    def issue_key(self, agent: Agent) -> str:
+        if agent._state.adding:
+            return "Save the agent first; then issue it a key here."
+        url = reverse("admin:accounts_apikey_add") + "?" + urlencode({"agent": agent.pk})
+        return format_html('<a class="addlink" href="{}">Issue a new API key for this agent</a>', url)
+
+    def get_inlines(
+        self, request: HttpRequest, obj: Agent | None
+    ) -> list[type[admin.options.InlineModelAdmin[Any, Any]]]:
+        return [] if obj is None else list(self.inlines)
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm[Agent], change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        # The one write path for a new agent, as `manage.py create_agent` takes it.
+        created = create_agent(team=obj.team, slug=obj.slug, name=obj.name, persona=obj.persona)
+        for field in ("id", "slug", "name", "created_at"):
+            setattr(obj, field, getattr(created, field))
+        obj._state.adding = False
 
 
 @admin.register(Person)

@@ -150,3 +150,30 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class AgentUsage(models.Model):
+    """What an agent did in one hour, for the operator's console (accounts.usage counts it).
+
+    Counted in Redis as requests arrive and added here by the flush task; a row is never edited
+    by hand. Notes written are not counted here: the revision log already records each one.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="usage")
+    hour = models.DateTimeField(help_text="The hour counted (its start, UTC).")
+    requests = models.PositiveBigIntegerField(default=0, help_text="Authenticated API and MCP requests.")
+    turns = models.PositiveBigIntegerField(default=0, help_text="Turns composed.")
+    tool_calls = models.PositiveBigIntegerField(default=0, help_text="Tool calls, over REST or MCP.")
+    rate_limited = models.PositiveBigIntegerField(default=0, help_text="Requests refused with 429.")
+
+    class Meta:
+        ordering = ["team_id", "agent_id", "-hour"]
+        verbose_name = "agent usage"
+        verbose_name_plural = "agent usage"
+        constraints = [
+            models.UniqueConstraint(fields=["team", "agent", "hour"], name="agentusage_unique_agent_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} at {self.hour:%Y-%m-%d %H:00}"

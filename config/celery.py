@@ -22,6 +22,8 @@ app.conf.beat_schedule = {
     "delete-old-reads": {"task": "memory.tasks.delete_old_reads", "schedule": 3600.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
+    # Every minute: per-agent usage counted in Redis goes to Postgres (the operator's console).
+    "flush-agent-usage": {"task": "accounts.tasks.flush_agent_usage", "schedule": 60.0},
 }
 
 

@@ -35,6 +35,7 @@ from starlette.requests import HTTPConnection
 
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
+from accounts.usage import count_usage
 from config.bodylimit import AsgiApp, Receive, Scope, Send, read_body, replaying
 from config.errors import STATUS_BY_CODE, error_body
 from config.exceptions import DomainError
@@ -78,6 +79,7 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
     if tool is None:
         return error_body("not_found", f"There is no tool {name!r}; list the tools for their names."), True
     context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
+    count_usage(team_id=api_key.team_id, agent_id=api_key.agent_id, tool_calls=1)
     try:
         try:
             args = tool.parse(arguments)

@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from accounts.models import ApiKey
+from accounts.usage import count_usage
 from config.env import parse_rate
 from config.redis import cache_redis
 
@@ -113,8 +114,13 @@ def client_address(request: HttpRequest) -> str:
 
 
 def api_key_retry_after(api_key: ApiKey) -> int:
-    """Count one request by this key against API_RATE; 0 when it may proceed, else seconds to wait."""
-    return count_request(scope="api", ident=f"{api_key.prefix}:{api_key.pk}", rate=Rate.parse(settings.API_RATE))
+    """Count one request by this key against API_RATE; 0 when it may proceed, else seconds to wait.
+
+    Every authenticated request (REST and /mcp) passes here once, so its agent's usage is counted here too.
+    """
+    wait = count_request(scope="api", ident=f"{api_key.prefix}:{api_key.pk}", rate=Rate.parse(settings.API_RATE))
+    count_usage(team_id=api_key.team_id, agent_id=api_key.agent_id, requests=1, rate_limited=1 if wait else 0)
+    return wait
 
 
 class ApiKeyThrottled(exceptions.Throttled):

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from accounts.authentication import request_api_key
 from accounts.models import Person
 from accounts.services import get_or_create_person
+from accounts.usage import count_usage
 from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
@@ -224,6 +225,7 @@ class TurnCreateApi(APIView):
             profile=values["profile"],
             persona=values.get("persona"),
         )
+        count_usage(team_id=key.team_id, agent_id=key.agent_id, turns=1)
         body = composition_to_json(
             result.composition, turn_id=result.turn.pk, conversation_id=result.turn.conversation_id
         )

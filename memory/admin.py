@@ -3,21 +3,30 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Count, QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils.html import format_html, format_html_join
+from django.utils.text import slugify
 from django_stubs_ext import WithAnnotations
 
-from accounts.admin import PersonAdmin
-from accounts.models import Person
+from accounts.admin import AgentAdmin, PersonAdmin
+from accounts.models import Agent, Person
+from accounts.usage import Usage, usage_windows, window_starts
 from memory.exceptions import NoteNotFound
 from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
+from memory.packages import export_person
+from memory.queries import notes_written_by
 from memory.services import (
     Actor,
     clear_latch,
@@ -251,7 +260,25 @@ admin.site.unregister(Person)
 @admin.register(Person)
 class PersonErasureAdmin(PersonAdmin):
     list_display = [*PersonAdmin.list_display, "erased_at"]
-    actions = ["erase_selected"]
+    actions = ["export_selected", "erase_selected"]
+
+    @admin.action(description="Export everything about the selected person (a JSON download)")
+    def export_selected(self, request: HttpRequest, queryset: QuerySet[Person]) -> HttpResponse | None:
+        people = list(queryset.select_related("team")[:2])
+        if len(people) != 1:
+            messages.error(request, "Select exactly one person to export: each export is one person's file.")
+            return None
+        [person] = people
+        # The same package GET /api/v1/exports gives an admin-capable key: nothing left out.
+        package = export_person(team=person.team, person=person)
+        self.log_change(request, person, "Exported everything held about them (a memory package download).")
+        response = HttpResponse(
+            json.dumps(package, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2),
+            content_type="application/json; charset=utf-8",
+        )
+        filename = slugify(f"mnemo-export-{person.team.slug}-{person.external_id}") or "mnemo-export"
+        response["Content-Disposition"] = f'attachment; filename="{filename}.json"'
+        return response
 
     @admin.action(description="Erase everything about the selected people (keeps a tombstone)")
     def erase_selected(self, request: HttpRequest, queryset: QuerySet[Person]) -> TemplateResponse | None:
@@ -274,3 +301,74 @@ class PersonErasureAdmin(PersonAdmin):
             report = erase_person(team=person.team, person=person, actor=_admin_actor(request))
             messages.success(request, f"{person.team.slug}/{person.external_id}: {report.summary()}")
         return None
+
+
+# Agents are accounts' model; what they wrote is memory's revision log, so the usage the console
+# shows (accounts.usage's counters and the notes written) is added here, to the same admin page.
+admin.site.unregister(Agent)
+
+USAGE_COLUMNS = [
+    ("requests", "Requests"),
+    ("turns", "Turns"),
+    ("tool_calls", "Tool calls"),
+    ("notes_written", "Notes written"),
+    ("rate_limited", "Rate-limited"),
+]
+
+
+def agent_usage(agents: list[Agent]) -> list[tuple[Agent, Usage, Usage]]:
+    """Each agent's (last 24 hours, last 30 days): the counters, and the notes its writes created or changed."""
+    now = datetime.now(UTC)
+    day, month = usage_windows([agent.pk for agent in agents], now=now)
+    for usage, since in zip((day, month), window_starts(now), strict=True):
+        for agent_id, written in notes_written_by(agents, since).items():
+            usage[agent_id].notes_written = written
+    return [(agent, day[agent.pk], month[agent.pk]) for agent in agents]
+
+
+@admin.register(Agent)
+class AgentConsoleAdmin(AgentAdmin):
+    readonly_fields = [*AgentAdmin.readonly_fields, "usage"]
+    change_list_template = "admin/accounts/agent/change_list.html"
+
+    @admin.display(description="Usage")
+    def usage(self, agent: Agent) -> str:
+        if agent._state.adding:
+            return "None yet."
+        [(_, day, month)] = agent_usage([agent])
+        header = format_html_join("", "<th>{}</th>", ((label,) for _, label in USAGE_COLUMNS))
+        rows = format_html_join(
+            "",
+            "<tr><th>{}</th>{}</tr>",
+            (
+                (window, format_html_join("", "<td>{}</td>", ((getattr(usage, name),) for name, _ in USAGE_COLUMNS)))
+                for window, usage in (("Last 24 hours", day), ("Last 30 days", month))
+            ),
+        )
+        return format_html('<table class="agent-usage"><tr><td></td>{}</tr>{}</table>', header, rows)
+
+    def get_urls(self) -> list[URLPattern]:
+        usage = path("usage/", self.admin_site.admin_view(self.usage_view), name="accounts_agent_usage")
+        return [usage, *super().get_urls()]
+
+    def usage_view(self, request: HttpRequest) -> TemplateResponse:
+        """Every agent the admin may see, with its usage: the console's usage list."""
+        agents = list(self.get_queryset(request).select_related("team").order_by("team__slug", "slug"))
+        return TemplateResponse(
+            request,
+            "admin/accounts/agent/usage.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Agent usage",
+                "opts": self.model._meta,
+                "columns": [label for _, label in USAGE_COLUMNS],
+                "rows": [
+                    (
+                        agent,
+                        [getattr(day, name) for name, _ in USAGE_COLUMNS],
+                        [getattr(month, name) for name, _ in USAGE_COLUMNS],
+                    )
+                    for agent, day, month in agent_usage(agents)
+                ],
+            },
+        )

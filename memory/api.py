@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from accounts.api import PersonDetailApi
 from accounts.authentication import request_api_key
 from accounts.models import Agent, ApiKey, Person
+from accounts.usage import count_usage
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField
@@ -144,6 +145,7 @@ class ToolCallApi(APIView):
 
     def post(self, request: Request) -> Response:
         context = tool_context(request)
+        count_usage(team_id=context.team.pk, agent_id=context.agent.pk, tool_calls=1)
         data: Any = NOT_READ
         try:
             data = request.data

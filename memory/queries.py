@@ -664,3 +664,28 @@ def shared_notes_about(*, team: Team, person: Person) -> NoteQuerySet:
         team=team, person=person, action__in=CONTENT_ACTIONS, note_id__isnull=False, bank__kind=Bank.Kind.SHARED
     ).values("note_id")
     return Note.objects.filter(team=team, bank__kind=Bank.Kind.SHARED, pk__in=written_about).select_related("bank")
+
+
+def notes_written_by(agents: Iterable[Agent], since: datetime) -> dict[int, int]:
+    """How many notes each agent created or changed since then, counted in the revision log (an
+    agent's writes are logged under its slug, so a renamed agent's older writes are not counted)."""
+    by_key = {(agent.team_id, agent.slug): agent.pk for agent in agents}
+    written = dict.fromkeys(by_key.values(), 0)
+    if not by_key:
+        return written
+    rows = (
+        Revision.objects.filter(
+            team__in={team_id for team_id, _ in by_key},
+            actor=Revision.Actor.AGENT,
+            actor_ref__in={slug for _, slug in by_key},
+            action__in=CONTENT_ACTIONS,
+            created_at__gte=since,
+        )
+        .values_list("team_id", "actor_ref")
+        .annotate(count=models.Count("id"))
+        .order_by()
+    )
+    for team_id, slug, count in rows:
+        if (team_id, slug) in by_key:
+            written[by_key[team_id, slug]] = count
+    return written
