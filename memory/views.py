@@ -17,13 +17,14 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.db.models import Q, QuerySet, Window
+from django.db.models import Exists, OuterRef, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
@@ -51,6 +52,7 @@ from memory.services import (
 from memory.text import word_diff
 
 REMOVALS_SHOWN = 50  # removals and refusals listed per person, newest first
+TEAM_PEOPLE_PER_PAGE = 20  # a team admin's lens lists the team's people a page at a time
 SEARCH_RESULTS = 10
 
 
@@ -160,10 +162,26 @@ def _bank_order(bank: Bank) -> tuple[int, str]:
     return (BANK_KIND_ORDER.index(bank.kind), bank.address)
 
 
-def build_lens(request: LensRequest) -> list[PersonLens]:
-    """Every bank that holds memories about the signed-in login's people, grouped by category."""
-    people = list(people_of(request).select_related("team").order_by("team__name", "external_id"))
-    banks = sorted(Bank.objects.about_user(request.user), key=_bank_order)
+def team_people_of(request: LensRequest) -> QuerySet[Person]:
+    """The people of the teams this login administers, other than its own, that agents remember something about."""
+    admin_of = Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values("team")
+    remembered = Note.objects.filter(bank__person=OuterRef("pk"))
+    return (
+        Person.objects.filter(team__in=admin_of)
+        .exclude(user=request.user)
+        .filter(Exists(remembered))
+        .select_related("team")
+        .order_by("team__name", "external_id", "pk")
+    )
+
+
+def build_lens(request: LensRequest, people: list[Person]) -> list[PersonLens]:
+    """Every bank that holds memories about these people (the login's own, and one page of its
+    team's), grouped by category."""
+    banks = sorted(
+        Bank.objects.about_user(request.user).filter(Q(person__in=people) | Q(kind=Bank.Kind.SHARED)),
+        key=_bank_order,
+    )
     admin_of = set(
         Membership.objects.filter(user=request.user, role=Membership.Role.ADMIN).values_list("team_id", flat=True)
     )
@@ -268,16 +286,41 @@ def search_lens(request: LensRequest, query: str) -> tuple[list[LensHit], list[s
 
 
 def lens_context(request: LensRequest) -> dict[str, object]:
-    """The login's own people first; then, per team it administers, the others with something remembered."""
+    """The login's own people first; then, per team it administers, one page of the others with
+    something remembered (TEAM_PEOPLE_PER_PAGE, ?page=), found by name (?name=, contains)."""
+    own_people = list(
+        people_of(request).filter(user=request.user).select_related("team").order_by("team__name", "external_id")
+    )
+    name = request.GET.get("name", "").strip()
+    others = team_people_of(request)
+    administers = others.exists()
+    if name:
+        others = others.filter(Q(display_name__icontains=name) | Q(external_id__icontains=name))
+    page = requested_page(request, Paginator(others, TEAM_PEOPLE_PER_PAGE))
     own: list[PersonLens] = []
-    others: dict[str, list[PersonLens]] = {}
-    for person_lens in build_lens(request):
+    grouped: dict[str, list[PersonLens]] = {}
+    for person_lens in build_lens(request, own_people + list(page.object_list)):
         if person_lens.yours:
             own.append(person_lens)
-        elif person_lens.note_count:
-            others.setdefault(person_lens.person.team.name, []).append(person_lens)
-    teams = [TeamPeople(team_name=name, lenses=lenses) for name, lenses in others.items()]
-    return {"own_lenses": own, "team_people": teams, "several_teams": len({lens.person.team_id for lens in own}) > 1}
+        else:
+            grouped.setdefault(person_lens.person.team.name, []).append(person_lens)
+    teams = [TeamPeople(team_name=team, lenses=lenses) for team, lenses in grouped.items()]
+    return {
+        "own_lenses": own,
+        "team_people": teams,
+        "several_teams": len({lens.person.team_id for lens in own}) > 1,
+        "administers": administers,
+        "people_name": name,
+        "people_page": page,
+        "lens_query": lens_query(request),
+    }
+
+
+def lens_query(request: HttpRequest) -> str:
+    """The team page the lens shows (?name=, ?page=), carried by the mute forms so that the page
+    they redraw, or go back to, is the one they were on."""
+    state = {key: value for key in ("name", "page") if (value := request.GET.get(key, "").strip())}
+    return f"?{urlencode(state)}" if state else ""
 
 
 @require_GET
@@ -316,7 +359,7 @@ def _change_mute(request: LensRequest, *, mute: bool) -> HttpResponse:
     if request.htmx:
         return render(request, "memory/bank_list.html#lens-banks", {**lens_context(request), "announce": done})
     messages.success(request, done)
-    return redirect("lens")
+    return redirect(reverse("lens") + lens_query(request))
 
 
 @require_POST
