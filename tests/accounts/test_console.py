@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.models import Agent, AgentUsage, ApiKey, Team
-from accounts.usage import count_usage, flush_usage
+from accounts.usage import Usage, count_usage, flush_usage, usage_since
 from config.redis import cache_redis
+from tests.fixtures import run_async
 
 pytestmark = pytest.mark.django_db
 
@@ -145,9 +147,24 @@ def test_usage_moves_with_requests_turns_tool_calls_notes_and_rate_limits(admin_
     assert "/admin/accounts/agent/usage/" in admin_client.get("/admin/accounts/agent/").content.decode()
 
 
-def test_usage_older_than_the_day_counts_for_the_month_only(admin_client, tenant):
-    from datetime import UTC, datetime, timedelta
+@pytest.mark.django_db(transaction=True)
+def test_mcp_requests_and_tool_calls_count_for_the_keys_agent(web_server, tenant, other_tenant):
+    from tests.test_mcp import HOME, http_session
 
+    async def scenario() -> None:
+        async with http_session(web_server, tenant.key.plaintext) as session:
+            await session.call_tool("remember", HOME)
+            await session.call_tool("recall_memories", {"person": "ada", "query": "Oslo"})
+
+    run_async(scenario)
+    now = datetime.now(UTC)
+    usage = usage_since([tenant.agent.pk, other_tenant.agent.pk], now - timedelta(hours=1))
+    assert usage[tenant.agent.pk].tool_calls == 2
+    assert usage[tenant.agent.pk].requests >= 3  # the session's opening requests count too
+    assert usage[other_tenant.agent.pk] == Usage()
+
+
+def test_usage_older_than_the_day_counts_for_the_month_only(admin_client, tenant):
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     AgentUsage.objects.create(team=tenant.team, agent=tenant.agent, hour=hour - timedelta(days=2), requests=40)
     AgentUsage.objects.create(team=tenant.team, agent=tenant.agent, hour=hour - timedelta(days=31), requests=900)
