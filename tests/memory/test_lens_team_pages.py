@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Membership
 from memory.services import remember
@@ -90,3 +92,16 @@ def test_a_login_that_administers_no_team_sees_no_people_finder(lens_client, per
     html = lens_client.get("/lens/").content.decode()
     assert "Find a person by name" not in html
     assert "Pages of people" not in html
+
+
+def test_a_page_costs_the_same_queries_however_large_the_team(lens_client, team_of_25, tenant, actor):
+    def queries_for_first_page() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert lens_client.get("/lens/").status_code == 200
+        return len(captured.captured_queries)
+
+    before = queries_for_first_page()
+    for n in range(20):
+        someone = PersonFactory.create(team=tenant.team, external_id=f"q{n:02d}", display_name=f"Quiet {n:02d}")
+        remember(team=tenant.team, person=someone, actor=actor, **note_fields(content=f"Quiet {n:02d} lives here."))
+    assert queries_for_first_page() == before
