@@ -272,6 +272,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # 3.1: tool arguments are JSON Schema from pydantic, where an optional value is {"type": "null"}.
     "OAS_VERSION": "3.1.0",
+    # A note's kind appears in two answers (a note now, and as it stood at a date): one enum for both.
+    "ENUM_NAME_OVERRIDES": {"NoteKindEnum": "memory.models.Note.Kind"},
 }
 
 # --- Memory, composer and curator knobs (DESIGN.md, "Settings that shape behaviour") ---

@@ -28,10 +28,12 @@ import math
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from pydantic import AfterValidator
+from django.utils import timezone
+from pydantic import AfterValidator, PlainValidator, WithJsonSchema
 
 from config.exceptions import DomainError
 
@@ -137,6 +139,47 @@ def query_id(params: Mapping[str, str], name: str, *, noun: str = "an id") -> in
     return parse_id(raw, field=name, noun=noun) if raw else None
 
 
+AS_OF_FORMAT = "ISO 8601 with a timezone (e.g. 2026-11-30T18:00:00Z) or a date (e.g. 2026-11-30)"
+_AS_OF_MAX_CHARS = 64  # the longest ISO 8601 moment is about 40 characters
+
+
+def parse_as_of(raw: str, *, field: str = "as_of", now: datetime | None = None) -> datetime:
+    """The moment an `as_of` asks about, as an aware datetime: the one reading of it, for the API,
+    the tools and the lens.
+
+    A date means the end of that day in UTC (today: now), so a day's changes count as that day's.
+    A datetime without a timezone is read as UTC. A moment in the future, or text that is neither,
+    is refused (400 `invalid`) with a message that gives the format."""
+    now = now or timezone.now()
+    text = raw.strip()
+    shown = text if len(text) <= 40 else text[:40] + "…"
+    moment: datetime | None = None
+    if len(text) <= _AS_OF_MAX_CHARS and text.isascii():
+        try:
+            if "T" not in text.upper() and ":" not in text:  # a date (2026-11-30, 20261130): the whole day
+                day = date.fromisoformat(text)
+                end = datetime.combine(day, time.max, tzinfo=UTC)
+                moment = min(end, now) if day <= now.astimezone(UTC).date() else end
+            else:
+                moment = datetime.fromisoformat(text)
+                moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        except (ValueError, OverflowError):
+            moment = None
+    if moment is None:
+        raise InvalidText(f"{field} must be {AS_OF_FORMAT}; got {shown!r}.", field=field)
+    if moment > now:
+        raise InvalidText(
+            f"{field} is in the future ({shown}); ask about a moment up to now, in {AS_OF_FORMAT}.", field=field
+        )
+    return moment
+
+
+def query_as_of(params: Mapping[str, str], name: str = "as_of") -> datetime | None:
+    """The moment a query parameter asks about (parse_as_of), or None when it is absent or empty."""
+    raw = params.get(name)
+    return parse_as_of(raw, field=name) if raw else None
+
+
 # --- the same rule for pydantic models, DRF serializers and Django forms ------------------------
 
 
@@ -153,6 +196,23 @@ def _pydantic_check(kind: TextKind) -> Any:
 Identifier = Annotated[str, AfterValidator(_pydantic_check(TextKind.IDENTIFIER))]
 Line = Annotated[str, AfterValidator(_pydantic_check(TextKind.LINE))]
 Text = Annotated[str, AfterValidator(_pydantic_check(TextKind.TEXT))]
+
+
+def _pydantic_as_of(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string: {AS_OF_FORMAT}.")
+    try:
+        return parse_as_of(value)
+    except InvalidText as exc:
+        raise ValueError(exc.message.removeprefix("as_of ")) from None
+
+
+# A tool's as_of: parsed by parse_as_of, shown in the schema as the text it accepts.
+AsOf = Annotated[
+    datetime,
+    PlainValidator(_pydantic_as_of),
+    WithJsonSchema({"type": "string", "description": f"A past moment: {AS_OF_FORMAT}."}),
+]
 
 
 class TextValidator:

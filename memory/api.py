@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, cast
 
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.generics import ListAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -27,12 +28,12 @@ from config.fields import IdentifierField, IntegerField
 from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
-from config.text import query_id
-from memory import packages, services
+from config.text import AS_OF_FORMAT, query_as_of, query_id
+from memory import as_of, packages, services
 from memory.exceptions import InvalidArguments
 from memory.models import Bank, CategoryMute, Note, Revision
 from memory.package_format import MemoryPackage
-from memory.serializers import BankOutput, MuteOutput, NoteOutput, RevisionOutput
+from memory.serializers import BankOutput, MuteOutput, NoteAsOfOutput, NoteOutput, RevisionOutput
 from memory.tools import REGISTRY, Tool, ToolContext
 
 NOT_READ = "(the body could not be read; see the reason)"
@@ -188,15 +189,53 @@ class NoteListApi(ListAPIView[Note]):
 
     @extend_schema(
         operation_id="notes_list",
-        responses={200: NoteOutput(many=True), **error_responses(404)},
+        responses={
+            200: PolymorphicProxySerializer(
+                "NoteOrNoteAsOf", serializers=[NoteOutput, NoteAsOfOutput], resource_type_field_name=None, many=True
+            ),
+            **error_responses(404),
+        },
         parameters=[
             OpenApiParameter("person", OpenApiTypes.STR, description="The person's id."),
             OpenApiParameter("bank", OpenApiTypes.STR, description="A bank id, e.g. user:ada:project:apollo."),
             OpenApiParameter("category", OpenApiTypes.STR),
+            OpenApiParameter(
+                "as_of",
+                OpenApiTypes.STR,
+                description=(
+                    f"The notes as they stood at this past moment, rebuilt from the revision log: {AS_OF_FORMAT}. "
+                    "A date means the end of that day (UTC); a time without a timezone is read as UTC; a moment in "
+                    "the future is refused. Notes created later are absent, notes deleted since are present with "
+                    "what they said then, erased notes never appear. Each note has no source or repetitions then "
+                    "(the log keeps neither): see NoteAsOf."
+                ),
+            ),
         ],
     )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        moment = query_as_of(request.query_params)
+        if moment is not None:  # the past: a separate path, never taken by a present-time list
+            notes = self.notes_as_of(moment)
+            page = self.paginate_queryset(notes)
+            assert page is not None  # every list is paginated (config.settings)
+            return self.get_paginated_response(NoteAsOfOutput(page, many=True, context={"as_of": moment}).data)
         return super().get(request, *args, **kwargs)
+
+    def notes_as_of(self, moment: datetime) -> list[Note]:
+        """The notes the present list would show (the same filters and mutes), as they stood then."""
+        key = request_api_key(self.request)
+        person = _person_filter(self.request)
+        banks = Bank.objects.filter(team=key.team).select_related("person")
+        if person is not None:
+            banks = banks.filter(person=person)
+        if address := self.request.query_params.get("bank"):
+            banks = banks.filter(address=address)
+        notes = as_of.withhold_muted(
+            as_of.notes_as_of(moment=moment, banks=list(banks)), agent=key.agent, person=person
+        )
+        if category := self.request.query_params.get("category"):
+            notes = [note for note in notes if note.category == category]
+        return sorted(notes, key=lambda note: note.pk)
 
     def get_queryset(self) -> QuerySet[Note]:
         key = request_api_key(self.request)

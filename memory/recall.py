@@ -176,7 +176,13 @@ class Scored:
 
 
 def rank(
-    team: Team, found: list[Candidate], query: str, *, mode: Mode = "hybrid", notes: dict[int, Note] | None = None
+    team: Team,
+    found: list[Candidate],
+    query: str,
+    *,
+    mode: Mode = "hybrid",
+    notes: dict[int, Note] | None = None,
+    embed_missing: bool = False,
 ) -> tuple[list[Scored], list[str]]:
     """The candidates that match, best first, and the layers that could not be used.
 
@@ -185,7 +191,8 @@ def rank(
     of every close note to BM25), and shared words, the rarer the better, lift the notes that hold
     them. A note with neither a word in common nor a similarity above VECTOR_FLOOR is no match.
     mode "bm25" or "vector" ranks by one signal alone (the benchmarks compare all three). Vectors
-    that cannot be computed now (embedder down) leave BM25 alone, and say so.
+    that cannot be computed now (embedder down) leave BM25 alone, and say so. With `embed_missing`
+    (and `notes`), a text with no stored vector is embedded for this call (memory.as_of: past texts).
     """
     if not found:
         return [], []
@@ -193,7 +200,12 @@ def rank(
     sims: dict[int, float] = {}
     degraded: list[str] = []
     if mode != "bm25":
-        result = vectors.similarities_by_hash(team=team, current={c.pk: c.text_hash for c in found}, query=query)
+        if embed_missing and notes is not None:
+            result = vectors.similarities_embedding_missing(
+                team=team, notes=[notes[c.pk] for c in found if c.pk in notes], query=query
+            )
+        else:
+            result = vectors.similarities_by_hash(team=team, current={c.pk: c.text_hash for c in found}, query=query)
         sims = result.scores
         degraded = ["vectors"] if result.degraded else []
     scored = []
@@ -514,7 +526,14 @@ def recall_bundle(
                 ordered.append((loaded[by_key[linked]], f"link:{source.key}"))
                 next_frontier.append(loaded[by_key[linked]])
         frontier = next_frontier
+    return pack_bundle(ordered, budget_chars=budget_chars, max_per_source=max_per_source, degraded=degraded)
 
+
+def pack_bundle(
+    ordered: list[tuple[Note, str]], *, budget_chars: int, max_per_source: int, degraded: list[str]
+) -> Bundle:
+    """The notes, in order, packed within the budget; no note gives more than max_per_source
+    characters (see recall_bundle)."""
     items: list[BundleItem] = []
     omitted: list[dict[str, Any]] = []
     used = 0

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -16,6 +17,24 @@ class NoteOutput(serializers.ModelSerializer[Note]):
             "id", "bank", "person", "key", "description", "content", "kind", "category", "scope_refs",
             "semantics", "source", "repetitions", "created_at", "updated_at", "expires_at",
         ]  # fmt: skip
+
+
+class NoteAsOfOutput(NoteOutput):
+    """A note as it stood at a past moment (GET /api/v1/notes?as_of=, context as_of): what the
+    revision log keeps of it, without source or repetitions; created_at is its first logged write,
+    updated_at its last rewrite by then."""
+
+    as_of = serializers.SerializerMethodField(help_text="The moment asked about: the note as it stood then.")
+
+    class Meta(NoteOutput.Meta):
+        fields = [
+            *(name for name in NoteOutput.Meta.fields if name not in ("source", "repetitions")),
+            "as_of",
+        ]
+
+    @extend_schema_field(OpenApiTypes.DATETIME)
+    def get_as_of(self, note: Note) -> str:
+        return serializers.DateTimeField().to_representation(self.context["as_of"])
 
 
 class ConsolidationOutput(serializers.Serializer[Bank]):

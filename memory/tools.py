@@ -21,8 +21,8 @@ from pydantic import ValidationError as PydanticValidationError
 from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError
-from config.text import INT64_MAX, Identifier, Line, Text, find_unstorable
-from memory import provenance, queries, recall, services
+from config.text import INT64_MAX, AsOf, Identifier, Line, Text, find_unstorable
+from memory import as_of, provenance, queries, recall, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
@@ -125,9 +125,16 @@ class RememberArgs(SourcedArgs):
     )
 
 
+AS_OF_DESCRIPTION = (
+    "Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end "
+    "of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present."
+)
+
+
 class RecallMemoriesArgs(ToolArgs):
     query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=5, ge=1, le=50)
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class ForgetMemoryArgs(ToolArgs):
@@ -170,6 +177,7 @@ class EditNoteArgs(SourcedArgs):
 class SearchArgs(ToolArgs):
     query: Text = Field(min_length=1, max_length=2000)
     limit: int = Field(default=10, ge=1, le=50)
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class RecallArgs(ToolArgs):
@@ -177,6 +185,7 @@ class RecallArgs(ToolArgs):
     budget_chars: int = Field(default=4000, ge=100, le=50_000)
     depth: int = Field(default=1, ge=0, le=3)
     max_per_source: int = Field(default=1000, ge=50, le=10_000)
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 # --- result models ----------------------------------------------------------------------------
@@ -317,15 +326,21 @@ def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) 
     """recall_memories and search rank the same way; they differ in what they return of each hit."""
     started = perf_counter()
     person = _person(ctx, args)
-    ranked = recall.recall_memories(
-        team=ctx.team,
-        person=person,
-        agent=ctx.agent,
-        query=args.query,
-        limit=args.limit,
-        scope=args.scope or "",
-        context=args.turn_context(),
-    )
+    if args.as_of is not None:  # the past: a separate path, never taken by a present-time read
+        ranked = as_of.recall_memories_as_of(
+            team=ctx.team, person=person, agent=ctx.agent, moment=args.as_of, query=args.query, limit=args.limit,
+            scope=args.scope or "", context=args.turn_context(),
+        )  # fmt: skip
+    else:
+        ranked = recall.recall_memories(
+            team=ctx.team,
+            person=person,
+            agent=ctx.agent,
+            query=args.query,
+            limit=args.limit,
+            scope=args.scope or "",
+            context=args.turn_context(),
+        )
     ctx.record_read(
         person=person, tool=tool, started=started, query=args.query,
         notes=[h.note.pk for h in ranked.hits], degraded=ranked.degraded,
@@ -439,17 +454,24 @@ def run_search(ctx: ToolContext, args: SearchArgs) -> dict[str, Any]:
 def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
     started = perf_counter()
     person = _person(ctx, args)
-    bundle = recall.recall_bundle(
-        team=ctx.team,
-        person=person,
-        agent=ctx.agent,
-        query=args.query,
-        budget_chars=args.budget_chars,
-        depth=args.depth,
-        max_per_source=args.max_per_source,
-        scope=args.scope or "",
-        context=args.turn_context(),
-    )
+    if args.as_of is not None:  # the past: a separate path, never taken by a present-time read
+        bundle = as_of.recall_bundle_as_of(
+            team=ctx.team, person=person, agent=ctx.agent, moment=args.as_of, query=args.query,
+            budget_chars=args.budget_chars, depth=args.depth, max_per_source=args.max_per_source,
+            scope=args.scope or "", context=args.turn_context(),
+        )  # fmt: skip
+    else:
+        bundle = recall.recall_bundle(
+            team=ctx.team,
+            person=person,
+            agent=ctx.agent,
+            query=args.query,
+            budget_chars=args.budget_chars,
+            depth=args.depth,
+            max_per_source=args.max_per_source,
+            scope=args.scope or "",
+            context=args.turn_context(),
+        )
     ctx.record_read(
         person=person, tool="recall", started=started, query=args.query,
         notes=[i.note.pk for i in bundle.items], degraded=bundle.degraded,

@@ -208,6 +208,29 @@ def similarities_by_hash(*, team: Team, current: dict[int, str], query: str) -> 
     )
 
 
+def similarities_embedding_missing(*, team: Team, notes: list[Note], query: str) -> Similarities:
+    """`similarities` for notes whose text may be no note's present text (memory as of a date): a
+    stored vector of the same text is used; every other text is embedded now, for this read only,
+    and never stored (a past text may be erased later, and no vector of it may outlive that)."""
+    found = similarities(team=team, notes=notes, query=query)
+    missing = [note for note in notes if note.pk not in found.scores]
+    embedder = get_embedder()
+    if embedder is None or found.degraded or not missing or not query.strip():
+        return found
+    vector, degraded = embed_query(query)
+    if vector is None:
+        return Similarities(found.scores, degraded)
+    try:
+        rows = embedder.embed([NOTES.text(note) for note in missing])
+    except EmbeddingUnavailable as exc:
+        logger.warning("vectors unavailable for this read: %s", exc)
+        return Similarities(found.scores, f"embedder unavailable: {exc}")
+    scores = dict(found.scores)
+    for note, row in zip(missing, rows, strict=True):
+        scores[note.pk] = float(np.dot(row, vector))
+    return Similarities(scores)
+
+
 @dataclass
 class MeaningOrder:
     notes: list[Note]

@@ -13,6 +13,7 @@ from mnemo_client import _core
 from mnemo_client._core import Call, RetryPolicy, query, segment, tool_call
 from mnemo_client.errors import ConnectionFailed, error_from_response
 from mnemo_client.types import (
+    AsOf,
     Bank,
     Context,
     Conversation,
@@ -280,8 +281,10 @@ class Mnemo:
         category: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        as_of: AsOf | None = None,
     ) -> Page[Note]:
-        params = query(person=person, bank=bank, category=category, limit=limit, offset=offset)
+        """The notes that match; with as_of, as they stood then (rebuilt from the revision log)."""
+        params = query(person=person, bank=bank, category=category, limit=limit, offset=offset, as_of=as_of)
         return self.request(Call("GET", "/api/v1/notes", params=params))
 
     def iter_notes(
@@ -291,9 +294,10 @@ class Mnemo:
         bank: str | None = None,
         category: str | None = None,
         page_size: int = _core.DEFAULT_PAGE_SIZE,
+        as_of: AsOf | None = None,
     ) -> Iterator[Note]:
         """Every note that matches, page after page (oldest first)."""
-        return self._pages("/api/v1/notes", query(person=person, bank=bank, category=category), page_size)
+        return self._pages("/api/v1/notes", query(person=person, bank=bank, category=category, as_of=as_of), page_size)
 
     def get_note(self, note: int) -> Note:
         return self.request(Call("GET", f"/api/v1/notes/{segment(note)}"))

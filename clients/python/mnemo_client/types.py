@@ -5,7 +5,7 @@ OpenAPI schema at /api/schema/ is the contract they follow. The *Args dicts are 
 keyword arguments: every tool takes `person`, and optionally `scope` and `context`.
 """
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, Literal, NotRequired, Required, TypedDict, TypeVar
 
 T = TypeVar("T")
@@ -50,9 +50,14 @@ class RememberArgs(SourcedArgs, total=False):
     expires_at: datetime | str  # a datetime with a timezone, or ISO 8601 text
 
 
+AsOf = datetime | date | str
+"""A past moment: a datetime (naive is read as UTC), a date (the end of that day, UTC) or ISO 8601 text."""
+
+
 class RecallMemoriesArgs(ToolArgs, total=False):
     query: Required[str]
     limit: int
+    as_of: AsOf  # answer with the notes as they stood then
 
 
 class ForgetMemoryArgs(ToolArgs, total=False):
@@ -80,6 +85,7 @@ class EditNoteArgs(SourcedArgs, total=False):
 class SearchArgs(ToolArgs, total=False):
     query: Required[str]
     limit: int
+    as_of: AsOf  # answer with the notes as they stood then
 
 
 class RecallArgs(ToolArgs, total=False):
@@ -87,6 +93,7 @@ class RecallArgs(ToolArgs, total=False):
     budget_chars: int
     depth: int
     max_per_source: int
+    as_of: AsOf  # answer with the notes as they stood then
 
 
 class RecentMessagesArgs(ToolArgs, total=False):
@@ -311,11 +318,12 @@ class Note(TypedDict):
     category: str
     scope_refs: dict[str, list[str]]
     semantics: list[str]
-    source: str
-    repetitions: int
+    source: NotRequired[str]  # absent as of a date: the revision log does not keep it
+    repetitions: NotRequired[int]  # absent as of a date, likewise
     created_at: str
     updated_at: str
     expires_at: str | None
+    as_of: NotRequired[str]  # present as of a date: the moment the note stood like this
 
 
 class NoteErased(TypedDict):
