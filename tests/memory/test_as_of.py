@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Person
+from config.mcp import call_tool
 from memory import services
 from memory.models import Read
 from memory.services.reads import flush_reads
@@ -226,3 +227,22 @@ def test_a_date_means_the_end_of_that_day_and_a_naive_time_is_utc(admin_tenant, 
     assert CANARIES[0] in listed["content"]
     yesterday = (timezone.now() - timedelta(days=1)).date().isoformat()
     assert admin_tenant.client.get("/api/v1/notes", {"person": "ada", "as_of": yesterday}).json()["results"] == []
+
+
+def test_the_mcp_path_takes_as_of_as_rest_does(admin_tenant, history):
+    _, at = history
+    for tool in ("recall_memories", "search", "recall"):
+        body, is_error = call_tool(
+            api_key=admin_tenant.key.api_key,
+            name=tool,
+            arguments={"person": "ada", "query": QUERY, "as_of": at["first"]},
+        )
+        assert not is_error, body
+        assert CANARIES[0] in str(body)
+        assert not any(other in str(body) for other in CANARIES[1:])
+    body, is_error = call_tool(
+        api_key=admin_tenant.key.api_key, name="search", arguments={"person": "ada", "query": QUERY, "as_of": "soon"}
+    )
+    assert is_error
+    assert body["error"]["field"] == "as_of"
+    assert "ISO 8601" in body["error"]["message"]
