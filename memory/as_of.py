@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from accounts.models import Agent, Person, Team
 from memory.banks import applicable_banks_and_mutes
@@ -49,7 +49,7 @@ STATE_ACTIONS = [
 ]
 
 
-def _not_erased(revisions: Any) -> Any:
+def _not_erased(revisions: QuerySet[Revision]) -> QuerySet[Revision]:
     erased = Revision.objects.filter(team=OuterRef("team"), note_id=OuterRef("note_id"), erased=True)
     return revisions.exclude(Exists(erased))
 
@@ -114,7 +114,9 @@ def withhold_muted(
     notes: list[Note], *, agent: Agent, person: Person | None, muted: frozenset[str] | None = None
 ) -> list[Note]:
     """The past notes this agent may read: none whose category then was muted for it by the person
-    its bank is about (or by `person`, on whose behalf it reads), nor any note that is muted now."""
+    its bank is about (or by `person`, on whose behalf it reads), nor any note that is muted now.
+    `muted`: the categories `person` muted for the agent, when the caller read them already (recall
+    reads them with the banks, memory.banks.applicable_banks_and_mutes)."""
     if not notes:
         return notes
     team_id = notes[0].team_id

@@ -14,6 +14,7 @@ from memory import services
 from memory.models import Read
 from memory.services.reads import flush_reads
 from tests.canary import find_text
+from tests.test_query_counts import people_with_memories
 
 pytestmark = pytest.mark.django_db
 
@@ -195,10 +196,12 @@ def test_another_teams_notes_never_appear(admin_tenant, other_tenant, history):
         ("2026-13-01", "must be ISO 8601 with a timezone"),
         ("2026-11-30T25:00:00Z", "must be ISO 8601 with a timezone"),
         ("2999-01-01", "is in the future"),
-        ((timezone.now() + timedelta(hours=1)).isoformat(), "is in the future"),
+        ("in-an-hour", "is in the future"),  # a moment an hour from now (test ids must not change)
     ],
 )
 def test_a_bad_or_future_as_of_is_400_saying_the_format(tenant, value, says):
+    if value == "in-an-hour":
+        value = (timezone.now() + timedelta(hours=1)).isoformat()
     listed = tenant.client.get("/api/v1/notes", {"person": "ada", "as_of": value})
     assert listed.status_code == 400
     error = listed.json()["error"]
@@ -246,3 +249,25 @@ def test_the_mcp_path_takes_as_of_as_rest_does(admin_tenant, history):
     assert is_error
     assert body["error"]["field"] == "as_of"
     assert "ISO 8601" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("rows", [3, 30])
+@pytest.mark.parametrize(
+    ("who", "queries", "expected"),
+    [
+        # the banks, the latest revision of each note by then (with its first), the agent's mutes of
+        # those people, and which of the notes exist now and which of those are muted now
+        pytest.param(None, 5, lambda rows: 3 * rows, id="team"),
+        pytest.param("person-1", 1 + 5, lambda rows: 2, id="a-person"),  # the person named first
+    ],
+)
+def test_the_as_of_list_makes_as_many_queries_for_30_rows_as_for_3(
+    tenant, actor, rows, who, queries, expected, django_assert_num_queries
+):
+    people_with_memories(tenant, actor, rows)
+    assert tenant.client.get("/api/v1/me").status_code == 200  # the key's last_used_at is fresh from here on
+    params = {"as_of": moment(), "limit": 200} | ({"person": who} if who else {})
+    with django_assert_num_queries(queries):
+        page = tenant.client.get("/api/v1/notes", params)
+    assert page.status_code == 200, page.json()
+    assert page.json()["count"] == len(page.json()["results"]) == expected(rows)
