@@ -271,3 +271,17 @@ def test_the_as_of_list_makes_as_many_queries_for_30_rows_as_for_3(
         page = tenant.client.get("/api/v1/notes", params)
     assert page.status_code == 200, page.json()
     assert page.json()["count"] == len(page.json()["results"]) == expected(rows)
+
+
+def test_after_the_persons_erasure_no_as_of_answer_returns_their_notes(admin_tenant, history):
+    _, at = history
+    assert admin_tenant.client.delete("/api/v1/people/ada").status_code == 200
+    for when, at_text in at.items():
+        listed = admin_tenant.client.get("/api/v1/notes", {"as_of": at_text})
+        assert listed.json()["results"] == [], when
+        for tool in ("recall_memories", "search", "recall"):
+            assert not any(
+                canary in str(call(admin_tenant, tool, query=QUERY, as_of=at_text).json()) for canary in CANARIES
+            )
+    for canary in CANARIES:
+        assert find_text(canary) == []
