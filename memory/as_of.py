@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
@@ -61,23 +60,15 @@ def _first_seen() -> Subquery:
 
 def _note_of(revision: Revision, bank: Bank, created_at: datetime) -> Note:
     """The note a revision's `after` describes, as an unsaved Note (its id is the note's)."""
-    state: dict[str, Any] = revision.after or {}
-    expires_at = state.get("expires_at")
-    return Note(
-        pk=revision.note_id,
+    after = dict(revision.after or {})
+    after["key"] = after.get("key") or revision.note_key
+    return Note.from_snapshot(
+        after,
+        note_id=revision.note_id or 0,
         team_id=revision.team_id,
         bank=bank,
-        key=state.get("key") or revision.note_key,
-        description=state.get("description") or "",
-        content=state.get("content") or "",
-        kind=state.get("kind") or Note.Kind.FACT,
-        category=state.get("category") or "",
-        scope_refs=state.get("scope_refs") or {},
-        semantics=state.get("semantics") or [],
-        source="",  # not in the log
         created_at=created_at,
         updated_at=revision.created_at,
-        expires_at=datetime.fromisoformat(expires_at) if isinstance(expires_at, str) else None,
     )
 
 

@@ -6,6 +6,7 @@ logs the refusal) and by database constraints (so no other path can ever store w
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Self
 
 from django.contrib.auth.models import User
@@ -214,6 +215,37 @@ class Note(models.Model):
     @property
     def identity(self) -> str:
         return f"{self.bank.address}:{self.key}"
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        snapshot: dict[str, Any],
+        *,
+        note_id: int,
+        team_id: int,
+        bank: Bank,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> Note:
+        """The note a revision's snapshot describes, unsaved and never to be saved: a past state
+        (memory.as_of). Source and repetitions are not in a snapshot, so they are left empty."""
+        expires_at = snapshot.get("expires_at")
+        return cls(
+            pk=note_id,
+            team_id=team_id,
+            bank=bank,
+            key=snapshot.get("key") or "",
+            description=snapshot.get("description") or "",
+            content=snapshot.get("content") or "",
+            kind=snapshot.get("kind") or cls.Kind.FACT,
+            category=snapshot.get("category") or "",
+            scope_refs=snapshot.get("scope_refs") or {},
+            semantics=snapshot.get("semantics") or [],
+            source="",
+            created_at=created_at,
+            updated_at=updated_at,
+            expires_at=datetime.fromisoformat(expires_at) if isinstance(expires_at, str) else None,
+        )
 
     def snapshot(self) -> dict[str, object]:
         """What a revision keeps of this note."""
