@@ -20,6 +20,8 @@ app.conf.beat_schedule = {
     "reconcile-index": {"task": "memory.tasks.reconcile_index", "schedule": 300.0},
     # Every hour: delete the retrieval audit's reads older than READ_AUDIT_DAYS.
     "delete-old-reads": {"task": "memory.tasks.delete_old_reads", "schedule": 3600.0},
+    # Every minute: webhook deliveries whose task was lost (broker down, worker killed) are queued again.
+    "webhook-deliveries": {"task": "webhooks.tasks.send_due_deliveries", "schedule": 60.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
     # Every minute: per-agent usage counted in Redis goes to Postgres (the operator's console).

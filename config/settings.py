@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "config",
     "accounts",
+    "webhooks",
     "memory",
     "conversations",
     "curator",
@@ -334,6 +335,21 @@ DEMO_RATE = env_rate("DEMO_RATE", default="30/min")  # requests per visitor addr
 PORT = env_int("PORT", default=8000, minimum=1, maximum=65535)
 # The retrieval audit (what agents looked up about a person) keeps each read this many days.
 READ_AUDIT_DAYS = env_int("READ_AUDIT_DAYS", default=90, minimum=1)
+# Webhooks (webhooks/): a delivery's whole request (resolving, connecting, sending, the answer) is cut
+# at WEBHOOK_TIMEOUT seconds; a failed one is tried again after WEBHOOK_BACKOFF seconds, doubling up
+# to WEBHOOK_BACKOFF_MAX, until WEBHOOK_RETRY_FOR seconds after the event. Hosts that resolve to a
+# private, loopback, link-local or other non-public address are refused unless WEBHOOK_ALLOW_PRIVATE.
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", default=5.0, minimum=0.1, maximum=60.0)
+WEBHOOK_BACKOFF = env_float("WEBHOOK_BACKOFF", default=10.0, minimum=0.01, maximum=3600.0)
+# At most the broker's visibility timeout: a task held longer by Redis is handed out again.
+WEBHOOK_BACKOFF_MAX = env_float(
+    "WEBHOOK_BACKOFF_MAX",
+    default=min(3600.0, CELERY_VISIBILITY_TIMEOUT),
+    minimum=0.01,
+    maximum=CELERY_VISIBILITY_TIMEOUT,
+)
+WEBHOOK_RETRY_FOR = env_int("WEBHOOK_RETRY_FOR", default=86_400, minimum=1, maximum=7 * 86_400)
 # Web processes `manage.py run` starts (gunicorn workers, each an ASGI event loop with its own pool).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", default=os.cpu_count() or 1, minimum=1, maximum=256)
 

@@ -19,6 +19,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("me", WhoAmIApi.as_view(), name="whoami"),
     path("", include("conversations.urls")),
     path("", include("memory.urls")),
+    path("", include("webhooks.urls")),
     path("people", PersonRegisterApi.as_view(), name="people-register"),
     path("people/<path:external_id>", PersonApi.as_view(), name="people-detail"),
 ]

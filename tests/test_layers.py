@@ -1,4 +1,4 @@
-"""Dependencies flow one way: curator -> conversations -> memory -> accounts (DESIGN.md).
+"""Dependencies flow one way: curator -> conversations -> memory -> webhooks -> accounts (DESIGN.md).
 
 An app imports only the apps below it, at module level or inside a function alike; what an app
 needs from one above it comes through a registry the upper app fills (memory.indexing,
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.fixtures import ROOT
 
-LAYERS = ["accounts", "memory", "conversations", "curator"]  # each may import those before it
+LAYERS = ["accounts", "webhooks", "memory", "conversations", "curator"]  # each may import those before it
 
 
 def imported_apps(path: Path) -> set[str]:

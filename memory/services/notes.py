@@ -37,6 +37,7 @@ from memory.validation import (
     check_semantics,
     validate_scope,
 )
+from webhooks.services import erase_event_content
 
 
 @dataclass
@@ -425,6 +426,8 @@ def erase_note(*, note: Note, actor: Actor) -> NoteErasure:
     )
     event = Revision.objects.filter(team_id=note.team_id, note_id=note_id, action=Revision.Action.DELETE).latest("id")
     revisions = _erase_note_from_log(note=note, keep=event)
+    # And from what webhooks were told of it (sent or still to send); note.erased itself says no words.
+    erase_event_content(team_id=note.team_id, note_ids=[note_id])
     return NoteErasure(revisions=revisions, messages=sources.messages, summaries=sources.summaries)
 
 

@@ -27,6 +27,8 @@ from memory.services import reads
 from memory.services.mutes import banks_they_read
 from memory.services.notes import edit_note, erase_note
 from memory.services.revisions import ERASED_REASON, Actor, new_bank_version
+from webhooks.models import EventType
+from webhooks.services import emit_event, erase_event_content
 
 
 @dataclass
@@ -163,6 +165,14 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
     report.banks = Bank.objects.filter(team=team, person=person).delete()[1].get("memory.Bank", 0)
     # No recall reads these banks again: this process lets go of what it kept of them at once.
     transaction.on_commit(partial(kept_banks.forget_kept_banks, theirs))
+    # What webhooks were told of them loses its words; receivers are told to erase what they hold.
+    erase_event_content(team_id=team.pk, person_id=person.pk)
+    emit_event(
+        team_id=team.pk,
+        event_type=EventType.PERSON_ERASED,
+        data={"person": person.external_id, "actor": actor.kind, "hard": hard},
+        subject=f"person:{person.pk}",
+    )
     if hard:
         # The events stay, but no longer name the person: their id leaves the bank ids too.
         for bank_ref in set(Revision.objects.filter(team=team, person=person).values_list("bank_ref", flat=True)):

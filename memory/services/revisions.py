@@ -20,6 +20,8 @@ from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import forget_kept_banks
 from memory.text import normalize_key
+from webhooks.models import EventType
+from webhooks.services import emit_event
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +118,48 @@ def _log(
         _insert_raising_version(revision, bank.pk)
     else:
         revision.save(force_insert=True)
+    if note is not None:
+        _emit_note_event(revision, bank, actor, note, removed=after is None and action != Revision.Action.REFUSED)
     return revision
+
+
+def _emit_note_event(revision: Revision, bank: Bank, actor: Actor, note: Note, *, removed: bool) -> None:
+    """Every change the log records is an event for the team's webhooks, ordered per note by the
+    revision's id (taken under the bank's lock, so in commit order)."""
+    if revision.action not in (
+        Revision.Action.CREATE, Revision.Action.UPDATE, Revision.Action.APPEND, Revision.Action.MERGE,
+        Revision.Action.DELETE, Revision.Action.EVICT,
+    ):  # fmt: skip
+        return
+    data: dict[str, Any] = {
+        "note": note.pk,
+        "bank": bank.address,
+        "revision": revision.pk,
+        "actor": actor.kind,
+        "agent": actor.ref if actor.kind == Revision.Actor.AGENT else None,
+    }
+    if removed and revision.reason == ERASED_REASON:
+        event_type = EventType.NOTE_ERASED  # what it said is gone: no key, no content
+    elif removed:
+        event_type = EventType.NOTE_DELETED
+        data |= {"key": note.key, "category": note.category}
+    else:
+        event_type = EventType.NOTE_CREATED if revision.action == Revision.Action.CREATE else EventType.NOTE_UPDATED
+        data |= {
+            "key": note.key,
+            "category": note.category,
+            "kind": note.kind,
+            "description": note.description,
+            "content": note.content,
+        }
+    emit_event(
+        team_id=bank.team_id,
+        event_type=event_type,
+        data=data,
+        subject=f"note:{note.pk}",
+        sequence=revision.pk,
+        person_id=revision.person_id,
+    )
 
 
 def _record_refusal(
