@@ -19,6 +19,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    status: int = 200
 
     @property
     def event(self) -> dict[str, Any]:
@@ -35,12 +36,18 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     # Per path: the statuses to answer, one per request, before answering 200.
     statuses: dict[str, list[int]] = field(default_factory=dict)
+    # Per path: how many times the first delivery to arrive there is answered 500 (others get 200).
+    fail_first: dict[str, int] = field(default_factory=dict)
+    first_delivery: dict[str, str] = field(default_factory=dict)
     slow_paths: set[str] = field(default_factory=set)  # answer a byte at a time, over some 12 s
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def at(self, path: str) -> list[Received]:
         with self.lock:
             return [r for r in self.received if r.path == path]
+
+    def accepted(self, path: str) -> list[Received]:
+        return [r for r in self.at(path) if r.status == 200]
 
 
 @contextmanager
@@ -51,9 +58,14 @@ def run_receiver() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with receiver.lock:
-                receiver.received.append(Received(self.path, dict(self.headers.items()), body))
                 queued = receiver.statuses.get(self.path, [])
                 status = queued.pop(0) if queued else 200
+                delivery = self.headers.get("X-Mnemo-Delivery", "")
+                first = receiver.first_delivery.setdefault(self.path, delivery) == delivery
+                if first and receiver.fail_first.get(self.path, 0) > 0:
+                    receiver.fail_first[self.path] -= 1
+                    status = 500
+                receiver.received.append(Received(self.path, dict(self.headers.items()), body, status))
             if self.path in receiver.slow_paths:
                 # A byte every 0.3 s, status line included: no single read waits long enough to time out.
                 try:
