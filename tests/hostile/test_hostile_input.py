@@ -38,6 +38,7 @@ from memory.services import Actor, remember
 from memory.tools import REGISTRY
 from tests.fixtures import Tenant, make_tenant
 from tests.hostile.test_body_limit import assert_too_large, post_while_sending
+from webhooks.models import Subscription
 
 # --- the world every case runs against --------------------------------------------------------
 
@@ -103,6 +104,7 @@ def state(world: World) -> dict[str, Any]:
         "messages": sorted(Message.objects.filter(team=team).values_list("pk", "content")),
         "turns": sorted(Turn.objects.filter(team=team).values_list("pk", "reply_id")),
         "mutes": CategoryMute.objects.filter(team=team).count(),
+        "webhooks": Subscription.objects.filter(team=team).count(),
         "revisions": Revision.objects.filter(team=team).exclude(action=Revision.Action.REFUSED).count(),
     }
 
@@ -281,6 +283,15 @@ SURFACES: list[Surface] = [
             text=Loc("body", "category"), ident=Loc("body", "person"), number=Loc("body", "note")),
     Surface("mute delete", "DELETE", "api/v1/mutes/<int:mute_id>", "/api/v1/mutes/{note}",
             number=Loc("path", "note")),
+    Surface("webhooks list", "GET", "api/v1/webhooks", "/api/v1/webhooks"),
+    # No valid case reaches the URL's resolution: every kind is refused before it.
+    Surface("webhook subscribe", "POST", "api/v1/webhooks", "/api/v1/webhooks",
+            body=body(url="https://example.com/hook", events=["note.created"], secret="s" * 20),
+            text=Loc("body", "url"), ident=Loc("body", "events.0", "events")),
+    Surface("webhook delete", "DELETE", "api/v1/webhooks/<int:webhook_id>", "/api/v1/webhooks/{note}",
+            number=Loc("path", "note")),
+    Surface("webhook deliveries", "GET", "api/v1/webhooks/<int:webhook_id>/deliveries",
+            "/api/v1/webhooks/{note}/deliveries", number=Loc("path", "note")),
     Surface("imports", "POST", "api/v1/imports", "/api/v1/imports", body=package,
             text=Loc("body", "banks.0.notes.0.content", "banks[0].notes[0].content"),
             ident=Loc("body", "banks.0.person"), number=Loc("body", "version"), writes_notes=True,

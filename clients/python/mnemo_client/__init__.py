@@ -7,7 +7,8 @@
         hits = mnemo.recall_memories(person="ada", query="where does Ada live?")["results"]
 
 AsyncMnemo has the same methods, awaited. Errors are MnemoError subclasses (mnemo_client.errors);
-results are typed dicts (mnemo_client.types). mnemo_client.langgraph has a LangGraph store.
+results are typed dicts (mnemo_client.types). mnemo_client.langgraph has a LangGraph store;
+verify_signature checks a webhook delivery's signature.
 """
 
 from mnemo_client._async import AsyncMnemo
@@ -30,6 +31,7 @@ from mnemo_client.errors import (
     Unavailable,
     Unprocessable,
 )
+from mnemo_client.webhooks import verify_signature
 
 __version__ = "0.1.0"
 
@@ -54,4 +56,5 @@ __all__ = [
     "TooLong",
     "Unavailable",
     "Unprocessable",
+    "verify_signature",
 ]

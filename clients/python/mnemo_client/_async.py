@@ -48,6 +48,9 @@ from mnemo_client.types import (
     SearchResult,
     ToolFormat,
     TurnComposition,
+    Webhook,
+    WebhookCreated,
+    WebhookDelivery,
     WriteResult,
 )
 
@@ -402,3 +405,27 @@ class AsyncMnemo:
     async def export_memories(self, person: str) -> MemoryPackage:
         """Everything memory holds about one person, as a package import_memories takes back."""
         return await self.request(Call("GET", "/api/v1/exports", params={"person": person}))
+
+    # --- webhooks (an admin-capable key) -------------------------------------------------------
+
+    async def webhooks(self, *, limit: int | None = None, offset: int | None = None) -> Page[Webhook]:
+        """The team's webhook subscriptions (never their secrets)."""
+        return await self.request(Call("GET", "/api/v1/webhooks", params=query(limit=limit, offset=offset)))
+
+    async def subscribe_webhook(self, url: str, events: list[str], *, secret: str | None = None) -> WebhookCreated:
+        """POST events of these types (note.created, note.updated, note.deleted, note.erased, person.erased,
+        proposal.created) about the team's people to url. The answer's `secret` signs every delivery and
+        is shown this once (without one given, Mnemo makes one); check deliveries with verify_signature."""
+        body = query(url=url, events=list(events), secret=secret)
+        return await self.request(Call("POST", "/api/v1/webhooks", body=body))
+
+    async def delete_webhook(self, webhook: int) -> None:
+        """Unsubscribe: nothing more is sent, and the delivery log goes."""
+        await self.request(Call("DELETE", f"/api/v1/webhooks/{segment(webhook)}"))
+
+    async def webhook_deliveries(
+        self, webhook: int, *, limit: int | None = None, offset: int | None = None
+    ) -> Page[WebhookDelivery]:
+        """A subscription's delivery log, newest first: status, attempts, last answer, next try."""
+        params = query(limit=limit, offset=offset)
+        return await self.request(Call("GET", f"/api/v1/webhooks/{segment(webhook)}/deliveries", params=params))

@@ -447,3 +447,50 @@ class MemoryPackage(TypedDict, total=False):
     revisions: list[dict[str, Any]]
     withheld: dict[str, Any]
     conversations: list[dict[str, Any]]  # version 2
+
+
+WebhookEventType = Literal[
+    "note.created", "note.updated", "note.deleted", "note.erased", "person.erased", "proposal.created"
+]
+
+
+class Webhook(TypedDict):
+    """A webhook subscription: events of these types about the team's people are POSTed to url."""
+
+    id: int
+    url: str
+    events: list[str]
+    agent: str
+    created_at: str
+
+
+class WebhookCreated(Webhook):
+    """A new subscription, with the signing secret: shown this once (verify_signature needs it)."""
+
+    secret: str
+
+
+class WebhookDelivery(TypedDict):
+    """One event for one subscription, and what became of sending it."""
+
+    id: int  # sent as X-Mnemo-Delivery
+    event: str  # the body's id
+    type: str
+    subject: str
+    status: str  # pending, delivered or failed
+    attempts: int
+    last_status_code: int | None
+    last_error: str
+    last_attempt_at: str | None
+    next_attempt_at: str | None
+    delivered_at: str | None
+    created_at: str
+
+
+class WebhookEvent(TypedDict):
+    """The JSON body a receiver gets."""
+
+    id: str
+    type: str
+    created_at: str
+    data: dict[str, Any]
