@@ -36,7 +36,7 @@ def _subscriptions(key: ApiKey) -> QuerySet[Subscription]:
 class WebhookListApi(ListAPIView[Subscription]):
     serializer_class = SubscriptionOutput
 
-    class CreateInput(serializers.Serializer[None]):
+    class WebhookCreateInput(serializers.Serializer[None]):
         url = LineField(max_length=2000, help_text="http:// or https://, on a public address.")
         events = serializers.ListField(
             child=serializers.ChoiceField(choices=EventType.values), min_length=1, max_length=len(EventType.values)
@@ -65,12 +65,12 @@ class WebhookListApi(ListAPIView[Subscription]):
             "The secret is in this answer only. A URL whose host resolves to a private, loopback or link-local "
             "address is refused (400, field `url`). An admin-capable key only."
         ),
-        request=CreateInput,
+        request=WebhookCreateInput,
         responses={201: SubscriptionCreated, **error_responses(403)},
     )
     def post(self, request: Request) -> Response:
         key = _admin_key(request)
-        data = self.CreateInput(data=request.data)
+        data = self.WebhookCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         subscription = services.subscribe(
             agent=key.agent,
