@@ -144,15 +144,19 @@ def _without(fields: list[str]) -> _Without:
     return _Without(models.F("data"), models.Value(fields, output_field=ArrayField(models.TextField())))
 
 
-def erase_event_content(*, team_id: int, note_ids: Iterable[int] = (), person_id: int | None = None) -> None:
+def erase_event_content(
+    *, team_id: int, note_ids: Iterable[int] = (), person_id: int | None = None, hard: bool = False
+) -> None:
     """An erasure's part in webhooks: every delivery about these notes (or about this person) loses
-    the words of what was erased, sent or not; a pending one is sent without them. Runs in the
-    erasure's transaction, and again after it commits, for events that transaction emitted (they are
-    recorded on commit)."""
+    the words of what was erased, sent or not; a pending one is sent without them. A hard erasure of
+    the person takes their id out too. Runs in the erasure's transaction, and again after it commits,
+    for events that transaction emitted (they are recorded on commit)."""
     about = Q(subject__in=[f"note:{note_id}" for note_id in note_ids])
     fields = list(ERASED_FIELDS)
     if person_id is not None:
         about |= Q(person_id=person_id)
+        if hard:
+            fields.append("person")
 
     def scrub() -> None:
         Delivery.objects.filter(team_id=team_id).filter(about).update(data=_without(fields))

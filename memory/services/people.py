@@ -166,7 +166,7 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
     # No recall reads these banks again: this process lets go of what it kept of them at once.
     transaction.on_commit(partial(kept_banks.forget_kept_banks, theirs))
     # What webhooks were told of them loses its words; receivers are told to erase what they hold.
-    erase_event_content(team_id=team.pk, person_id=person.pk)
+    erase_event_content(team_id=team.pk, person_id=person.pk, hard=hard)
     emit_event(
         team_id=team.pk,
         event_type=EventType.PERSON_ERASED,

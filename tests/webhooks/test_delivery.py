@@ -306,6 +306,7 @@ def test_erasing_a_person_emits_person_erased_and_scrubs_their_events(
     with django_capture_on_commit_callbacks(execute=True):
         memory.erase_person(team=tenant.team, person=person, actor=Actor(Revision.Actor.ADMIN, "key:x"), hard=True)
     created, erased = Delivery.objects.order_by("id")
+    assert "person" not in created.data  # a hard erasure: the events no longer name them either
     assert "content" not in created.data
     assert "Oslo" not in str(created.data)
     assert (erased.type, erased.data) == ("person.erased", {"person": "ada", "actor": "admin", "hard": True})
