@@ -323,3 +323,28 @@ def test_the_sweep_queues_deliveries_whose_task_was_lost(tenant, person, actor, 
     Delivery.objects.update(created_at="2026-01-01T00:00:00Z")
     assert services.send_due() == 1
     assert queued[-1] == Delivery.objects.get().pk
+
+
+def test_any_service_emits_an_event_through_emit_event(tenant, receiver, queued, django_capture_on_commit_callbacks):
+    subscribe(tenant, receiver, events=["proposal.created"])
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        services.emit_event(
+            team_id=tenant.team.pk, event_type="proposal.created", data={"proposal": 7}, subject="proposal:7"
+        )
+    assert services.deliver(delivery_id=queued[0]) == services.Attempt(Outcome.DELIVERED)
+    [got] = receiver.at("/hook")
+    assert (got.event["type"], got.event["data"]) == ("proposal.created", {"proposal": 7})
+    with pytest.raises(ValueError, match="Unknown webhook event type"):
+        services.emit_event(team_id=tenant.team.pk, event_type="note.read", data={})
+
+
+def test_a_write_nobody_subscribed_to_costs_one_query_after_commit(
+    tenant, person, actor, queued, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        memory.remember(team=tenant.team, person=person, actor=actor, **note_fields())
+    emitted = [callback for callback in callbacks if getattr(callback, "func", None) is services._record_event]
+    assert len(emitted) == 1
+    with django_assert_num_queries(1):  # the team's subscriptions to note.created: none
+        emitted[0]()
+    assert not Delivery.objects.exists()
