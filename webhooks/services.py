@@ -156,7 +156,7 @@ def erase_event_content(
     if person_id is not None:
         about |= Q(person_id=person_id)
         if hard:
-            fields.append("person")
+            fields += ["person", "bank"]  # a private bank's id holds the person's
 
     def scrub() -> None:
         Delivery.objects.filter(team_id=team_id).filter(about).update(data=_without(fields))
@@ -256,12 +256,14 @@ def _record(delivery: Delivery, answer: sending.Answer, attempt: Attempt, now: A
         assert attempt.retry_in is not None
         fields |= {"next_attempt_at": now + timedelta(seconds=attempt.retry_in)}
     else:
-        # Final: the words leave the row (the note and its revisions hold them, the receiver has them).
+        # Final: the words leave the row (the note and its revisions hold them, the receiver has them),
+        # and so does the id of a person who was erased.
+        kept_out = CONTENT_FIELDS + (["person"] if delivery.type == EventType.PERSON_ERASED else [])
         fields |= {
             "status": Delivery.Status.DELIVERED if attempt.outcome == Outcome.DELIVERED else Delivery.Status.FAILED,
             "delivered_at": now if attempt.outcome == Outcome.DELIVERED else None,
             "next_attempt_at": None,
-            "data": _without(CONTENT_FIELDS),
+            "data": _without(kept_out),
         }
     Delivery.objects.filter(pk=delivery.pk).update(**fields)
     if attempt.outcome != Outcome.DELIVERED:

@@ -306,13 +306,15 @@ def test_erasing_a_person_emits_person_erased_and_scrubs_their_events(
     with django_capture_on_commit_callbacks(execute=True):
         memory.erase_person(team=tenant.team, person=person, actor=Actor(Revision.Actor.ADMIN, "key:x"), hard=True)
     created, erased = Delivery.objects.order_by("id")
-    assert "person" not in created.data  # a hard erasure: the events no longer name them either
+    # A hard erasure: the events no longer name them either, not even through a bank's id.
+    assert not {"person", "bank"} & set(created.data)
     assert "content" not in created.data
     assert "Oslo" not in str(created.data)
     assert (erased.type, erased.data) == ("person.erased", {"person": "ada", "actor": "admin", "hard": True})
     for delivery_id in queued:
         services.deliver(delivery_id=delivery_id)
     assert [r.event["type"] for r in receiver.at("/hook")] == ["note.created", "person.erased"]
+    assert "ada" not in str(list(Delivery.objects.values_list("data", flat=True)))  # once told, forgotten
 
 
 def test_the_sweep_queues_deliveries_whose_task_was_lost(tenant, person, actor, receiver, queued,
