@@ -36,6 +36,7 @@ from starlette.requests import HTTPConnection
 from accounts.models import ApiKey
 from accounts.services import authenticate_key
 from accounts.usage import count_usage
+from config import metrics
 from config.bodylimit import AsgiApp, Receive, Scope, Send, read_body, replaying
 from config.errors import STATUS_BY_CODE, error_body
 from config.exceptions import DomainError
@@ -81,12 +82,13 @@ def call_tool(*, api_key: ApiKey | None, name: str, arguments: dict[str, Any]) -
     context = ToolContext(team=api_key.team, agent=api_key.agent, api_key=api_key, request_id=uuid.uuid4().hex)
     count_usage(team_id=api_key.team_id, agent_id=api_key.agent_id, tool_calls=1)
     try:
-        try:
-            args = tool.parse(arguments)
-        except InvalidArguments as exc:
-            tool.refuse(context, arguments, message=exc.message, field=exc.field)
-            raise
-        return tool.run(context, args), False
+        with metrics.tool_call(name):
+            try:
+                args = tool.parse(arguments)
+            except InvalidArguments as exc:
+                tool.refuse(context, arguments, message=exc.message, field=exc.field)
+                raise
+            return tool.run(context, args), False
     except DomainError as exc:  # the body REST answers for it
         return error_body(exc.code, exc.message, exc.field), True
     except Exception:  # the outermost edge of an MCP call: log it

@@ -27,6 +27,7 @@ from rest_framework.throttling import BaseThrottle
 
 from accounts.models import ApiKey
 from accounts.usage import count_usage
+from config import metrics
 from config.env import parse_rate
 from config.redis import cache_redis
 
@@ -82,6 +83,7 @@ def count_request(*, scope: str, ident: str, rate: Rate) -> int:
         return 0
     if int(count) <= rate.limit:
         return 0
+    metrics.count_rate_limited(scope)
     opened = float(since) if since is not None else now
     return max(1, math.ceil(opened + rate.seconds - now))
 

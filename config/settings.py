@@ -73,6 +73,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.metrics.MetricsMiddleware",  # first, to time all the rest; removes itself unless METRICS_ENABLED
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestIdMiddleware",
@@ -352,6 +353,16 @@ WEBHOOK_BACKOFF_MAX = env_float(
 WEBHOOK_RETRY_FOR = env_int("WEBHOOK_RETRY_FOR", default=86_400, minimum=1, maximum=7 * 86_400)
 # Web processes `manage.py run` starts (gunicorn workers, each an ASGI event loop with its own pool).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", default=os.cpu_count() or 1, minimum=1, maximum=256)
+# GET /metrics (config/metrics.py): off unless METRICS_ENABLED; with METRICS_TOKEN set, only for
+# "Authorization: Bearer <token>". Every process writes its samples to METRICS_DIR, which
+# prometheus_client reads from PROMETHEUS_MULTIPROC_DIR when it is imported: set here, before that,
+# and handed down to the processes `manage.py run` starts.
+METRICS_ENABLED = env_bool("METRICS_ENABLED", default=False)
+METRICS_TOKEN = env_secret("METRICS_TOKEN")
+METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))).expanduser().resolve()
+if METRICS_ENABLED:
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 

@@ -10,6 +10,7 @@ from accounts.views import LoginView
 from config import views
 from config.errors import json_error_response
 from config.health import healthz
+from config.metrics import metrics_view
 from curator import views as demo_views
 from memory.api import PersonApi
 
@@ -44,6 +45,7 @@ urlpatterns = [
     path("demo/fact/<int:note_id>/correct", demo_views.demo_correct, name="demo-correct"),
     path("demo/fact/<int:note_id>/delete", demo_views.demo_delete, name="demo-delete"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from accounts.models import Agent, Person, Team
+from config import metrics
 from config.exceptions import DomainError
 from config.prepared import run_together
 from conversations import budget
@@ -559,10 +560,13 @@ def compose(
     persona: str | None = None,
 ) -> Composition:
     """Compose one turn. The one place that decides what a turn of an agent sees."""
-    return _Composer(
+    started = time.perf_counter()
+    composition = _Composer(
         team=team, agent=agent, person=person, conversation=conversation, message=message,
         scope=scope, context=context, profile=profile, persona=persona,
     ).compose()  # fmt: skip
+    metrics.observe_turn(seconds=time.perf_counter() - started, layer_chars=composition.costs)
+    return composition
 
 
 def composition_to_json(composition: Composition, *, turn_id: int, conversation_id: int) -> dict[str, Any]:

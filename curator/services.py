@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config import metrics
 from config.exceptions import DomainError
 from conversations.models import Conversation, Message
 from conversations.provenance import carry_note_sources, cited_messages, record_note_sources
@@ -81,6 +82,12 @@ def _record_call(
         outcome=outcome,
         error=error[:500],
         task_id=task_id,
+    )
+    metrics.count_provider_call(
+        provider=provider.name,
+        outcome=outcome,
+        tokens_in=usage.tokens_in if usage else None,
+        tokens_out=usage.tokens_out if usage else None,
     )
 
 

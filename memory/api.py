@@ -22,6 +22,7 @@ from accounts.api import PersonDetailApi
 from accounts.authentication import request_api_key
 from accounts.models import Agent, ApiKey, Person
 from accounts.usage import count_usage
+from config import metrics
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField
@@ -148,13 +149,14 @@ class ToolCallApi(APIView):
         context = tool_context(request)
         count_usage(team_id=context.team.pk, agent_id=context.agent.pk, tool_calls=1)
         data: Any = NOT_READ
-        try:
-            data = request.data
-            args = self.tool.parse(data)
-        except (exceptions.APIException, InvalidArguments) as exc:  # a body that is not JSON, or bad arguments
-            refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
-            raise
-        return Response(self.tool.run(context, args))
+        with metrics.tool_call(self.tool.name):
+            try:
+                data = request.data
+                args = self.tool.parse(data)
+            except (exceptions.APIException, InvalidArguments) as exc:  # a body that is not JSON, or bad arguments
+                refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
+                raise
+            return Response(self.tool.run(context, args))
 
 
 def tool_view(tool: Tool) -> type[ToolCallApi]:

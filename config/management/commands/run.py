@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import cast
 
@@ -19,9 +20,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, connections
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresWrapper
 
-from config import embedded
+from config import embedded, metrics
 
 STARTUP_TIMEOUT = 90
+# gunicorn's server hooks: a file, so gunicorn's master loads it without importing the config package.
+GUNICORN_HOOKS = Path(__file__).resolve().parents[2] / "gunicorn_hooks.py"
 
 
 def web_command(python: str, *, host: str, port: int, processes: int) -> list[str]:
@@ -32,7 +35,8 @@ def web_command(python: str, *, host: str, port: int, processes: int) -> list[st
     """
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     return [python, "-m", "gunicorn", "config.asgi:application", "--worker-class", "uvicorn_worker.UvicornWorker",
-            "--workers", str(processes), "--bind", bind, "--graceful-timeout", "5", "--timeout", "120", "--no-control-socket"]  # fmt: skip
+            "--workers", str(processes), "--bind", bind, "--graceful-timeout", "5", "--timeout", "120", "--no-control-socket",
+            "--config", str(GUNICORN_HOOKS)]  # fmt: skip
 
 
 def worker_command(python: str, *, processes: int, name: str) -> list[str]:
@@ -81,6 +85,9 @@ class Command(BaseCommand):
         if settings.DB_POOL:
             cast(PostgresWrapper, connection).close_pool()
 
+        # Counts of an earlier run's processes must not be added to this run's (config.metrics).
+        if (metrics_dir := metrics.reset_multiprocess_dir()) is not None:
+            self.stdout.write(f"Metrics: GET /metrics, every process writing to {metrics_dir}")
         python = sys.executable
         beat_schedule = settings.DATA_DIR / "celerybeat-schedule"
         commands = {
