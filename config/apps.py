@@ -11,3 +11,7 @@ class ConfigConfig(AppConfig):
 
         # A server older than Mnemo needs is a start-up error, never a slower or poorer search.
         connection_created.connect(require_supported_server, dispatch_uid="config.require_supported_server")
+
+        from config import tracing
+
+        tracing.start()  # a no-op unless OTEL_EXPORTER_OTLP_ENDPOINT is set

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.metrics.MetricsMiddleware",  # first, to time all the rest; removes itself unless METRICS_ENABLED
+    "config.tracing.RouteNameMiddleware",  # removes itself unless OTEL_EXPORTER_OTLP_ENDPOINT is set
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RequestIdMiddleware",
@@ -363,6 +364,8 @@ METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics")
 if METRICS_ENABLED:
     METRICS_DIR.mkdir(parents=True, exist_ok=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+# OpenTelemetry traces (config/tracing.py) when set; the exporter reads the other OTEL_* variables itself.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_url("OTEL_EXPORTER_OTLP_ENDPOINT", schemes=("http", "https"))
 
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
