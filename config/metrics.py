@@ -182,6 +182,9 @@ class MetricsMiddleware:
             raise MiddlewareNotUsed
         self.get_response = get_response
         self.families = families()
+        # The samples of each (route, method, status) seen, found once: labels() costs more than
+        # inc() and observe() together. Bounded, as the labels are (patterns, methods, statuses).
+        self.children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
@@ -191,8 +194,14 @@ class MetricsMiddleware:
         # Refused before URL resolution (static files, an oversized body) or matching no pattern.
         route = match.route if match is not None else "unmatched"
         method = request.method if request.method in METHODS else "other"
-        self.families.http_requests.labels(route, method, str(response.status_code)).inc()
-        self.families.http_duration.labels(route).observe(elapsed)
+        key = (route, method, response.status_code)
+        children = self.children.get(key)
+        if children is None:
+            made = self.families
+            children = (made.http_requests.labels(route, method, str(key[2])), made.http_duration.labels(route))
+            self.children[key] = children
+        children[0].inc()
+        children[1].observe(elapsed)
         return response
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.http import HttpResponse
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
@@ -75,6 +76,42 @@ def test_metrics_answer_only_with_the_token_when_one_is_set(client, settings):
     assert answered.status_code == 200
     assert answered["Content-Type"].startswith("text/plain; version=")
     assert "# TYPE mnemo_embedding_backlog gauge" in answered.content.decode()
+
+
+@pytest.mark.django_db
+def test_tool_calls_over_mcp_count_as_over_rest(tenant, settings, index_inline):
+    from prometheus_client import REGISTRY
+
+    from config.mcp import call_tool
+
+    settings.METRICS_ENABLED = True
+
+    def calls(outcome: str) -> float:
+        return REGISTRY.get_sample_value("mnemo_tool_calls_total", {"tool": "forget_memory", "outcome": outcome}) or 0
+
+    before_ok, before_missing = calls("ok"), calls("not_found")
+    remember = {"person": "ada", "key": "home-city", "description": "Home", "content": "Oslo."}
+    with index_inline():
+        assert call_tool(api_key=tenant.key.api_key, name="remember", arguments=remember)[1] is False
+    forget = {"person": "ada", "key": "home-city"}
+    assert call_tool(api_key=tenant.key.api_key, name="forget_memory", arguments=forget)[1] is False
+    body, is_error = call_tool(api_key=tenant.key.api_key, name="forget_memory", arguments=forget)
+    assert is_error
+    assert body["error"]["code"] == "not_found"
+    assert (calls("ok"), calls("not_found")) == (before_ok + 1, before_missing + 1)
+    # A name that is no tool is not counted: a caller cannot mint a label value.
+    assert call_tool(api_key=tenant.key.api_key, name="no-such-tool", arguments={})[1] is True
+    assert REGISTRY.get_sample_value("mnemo_tool_calls_total", {"tool": "no-such-tool", "outcome": "not_found"}) is None
+
+
+def test_the_request_middleware_removes_itself_when_metrics_are_off(settings):
+    from django.core.exceptions import MiddlewareNotUsed
+
+    from config.metrics import MetricsMiddleware
+
+    settings.METRICS_ENABLED = False
+    with pytest.raises(MiddlewareNotUsed):
+        MetricsMiddleware(lambda request: HttpResponse())
 
 
 def test_the_web_processes_load_the_hook_that_marks_a_dead_worker(tmp_path):
