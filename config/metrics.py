@@ -18,7 +18,6 @@ import functools
 import hmac
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -314,7 +313,9 @@ def reset_multiprocess_dir() -> Path | None:
     if not settings.METRICS_ENABLED or not path:
         return None
     directory = Path(path)
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    # Only prometheus_client's own files ("counter_1234.db"): the variable could name a directory
+    # that holds other things too.
+    for stale in directory.glob("*_*.db"):
+        stale.unlink(missing_ok=True)
     return directory

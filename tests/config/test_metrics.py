@@ -134,8 +134,12 @@ def test_run_empties_the_metrics_directory_before_starting_its_processes(setting
     assert reset_multiprocess_dir() is None
     assert (left / "counter_123.db").exists()
     settings.METRICS_ENABLED = True
+    (left / "notes.txt").write_text("not prometheus_client's")
     assert reset_multiprocess_dir() == left
-    assert list(left.iterdir()) == []
+    assert [path.name for path in left.iterdir()] == ["notes.txt"]
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "new"))
+    assert reset_multiprocess_dir() == tmp_path / "new"
+    assert (tmp_path / "new").is_dir()
 
 
 # --- two web processes and a worker ------------------------------------------------------------
