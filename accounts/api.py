@@ -43,6 +43,9 @@ class WhoAmIApi(APIView):
 class PersonOutput(serializers.Serializer[Person]):
     person = serializers.CharField(source="external_id")
     display_name = serializers.CharField()
+    review_writes = serializers.BooleanField(
+        help_text="What agents learn about this person waits for their approval (proposals)."
+    )
     created_at = serializers.DateTimeField()
 
 

@@ -97,6 +97,10 @@ class Person(models.Model):
     erased_at = models.DateTimeField(
         null=True, blank=True, help_text="When everything held about this person was erased (the row is a tombstone)."
     )
+    review_writes = models.BooleanField(
+        default=False,
+        help_text="What agents learn about this person waits for their approval (memory.services.proposals).",
+    )
 
     objects = PersonQuerySet.as_manager()
 

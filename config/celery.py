@@ -22,6 +22,8 @@ app.conf.beat_schedule = {
     "delete-old-reads": {"task": "memory.tasks.delete_old_reads", "schedule": 3600.0},
     # Every minute: webhook deliveries whose task was lost (broker down, worker killed) are queued again.
     "webhook-deliveries": {"task": "webhooks.tasks.send_due_deliveries", "schedule": 60.0},
+    # Every hour: proposals waiting longer than PROPOSAL_DAYS expire unkept.
+    "expire-proposals": {"task": "memory.tasks.expire_old_proposals", "schedule": 3600.0},
     # Every minute: curation and consolidation that were due but never ran (broker was down).
     "curator-catch-up": {"task": "curator.tasks.catch_up", "schedule": 60.0},
     # Every minute: per-agent usage counted in Redis goes to Postgres (the operator's console).

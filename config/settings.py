@@ -352,6 +352,8 @@ WEBHOOK_BACKOFF_MAX = env_float(
     maximum=CELERY_VISIBILITY_TIMEOUT,
 )
 WEBHOOK_RETRY_FOR = env_int("WEBHOOK_RETRY_FOR", default=86_400, minimum=1, maximum=7 * 86_400)
+# A proposal (review: what agents learn waits for the person's approval) expires unkept after this many days.
+PROPOSAL_DAYS = env_int("PROPOSAL_DAYS", default=30, minimum=1)
 # Web processes `manage.py run` starts (gunicorn workers, each an ASGI event loop with its own pool).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", default=os.cpu_count() or 1, minimum=1, maximum=256)
 # GET /metrics (config/metrics.py): off unless METRICS_ENABLED; with METRICS_TOKEN set, only for

@@ -144,6 +144,33 @@ class ConversationProvenance:
     def source_count(self, note: Note) -> int:
         return _sources_of(note).count()
 
+    def record_kept(self, note: Note, message_ids: list[int], turn_id: int | None) -> None:
+        kept = list(
+            Message.objects.filter(team_id=note.team_id, pk__in=message_ids, erased_at__isnull=True).values_list(
+                "pk", flat=True
+            )
+        )
+        turn = Turn.objects.filter(team_id=note.team_id, pk=turn_id).first() if turn_id is not None else None
+        record_note_sources(note=note, message_ids=kept, turn=turn)
+
+    def message_origins(self, team_id: int, message_ids: list[int]) -> list[Origin]:
+        rows = (
+            Message.objects.filter(team_id=team_id, pk__in=message_ids)
+            .select_related("conversation__agent")
+            .order_by("created_at", "pk")
+        )
+        return [
+            Origin(
+                when=message.created_at,
+                role="person" if message.role == Message.Role.USER else "agent",
+                agent=message.conversation.agent.name,
+                quote="" if message.is_erased else Truncator(message.content).chars(QUOTE_CHARS),
+                url=reverse("lens-conversation", args=[message.conversation_id]) + f"#message-{message.pk}",
+                erased=message.is_erased,
+            )
+            for message in rows
+        ]
+
     def erase_sources(self, note: Note) -> ErasedSources:
         erased = erase_messages(team=note.team, message_ids=list(_sources_of(note).values_list("pk", flat=True)))
         return ErasedSources(messages=erased.messages, summaries=erased.summaries)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -42,7 +43,7 @@ from curator.providers import (
     get_provider,
 )
 from curator.schemas import AppendDailyOp, ConsolidationPlan, CuratorPlan, EditOp, ForgetOp, RememberOp
-from memory.models import Bank, Note, Revision
+from memory.models import Bank, Note, Proposal, Revision
 from memory.queries import turn_notes, visible_notes
 from memory.services import (
     Actor,
@@ -52,11 +53,14 @@ from memory.services import (
     forget,
     latch_full,
     merge_notes,
+    propose,
     record_consolidation,
     record_consolidation_failure,
     remember,
     request_consolidations_again,
+    under_review,
 )
+from memory.services.proposals import note_for_key
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +241,9 @@ def _apply(
             team=team, person=person, actor=actor, key=op.key, reason=op.reason or "the curator found it no longer true"
         )
         return
+    if under_review(person, actor):
+        _propose(op, conversation, actor, read=read)
+        return
     if isinstance(op, RememberOp):
         result = remember(
             team=team, person=person, actor=actor, key=op.key, description=op.description, content=op.content,
@@ -254,6 +261,27 @@ def _apply(
     if result.note is not None:
         what = f"{op.op} in conversation {conversation.pk}"
         record_note_sources(note=result.note, message_ids=cited_messages(cited=op.sources, read=read, what=what))
+
+
+def _propose(op: RememberOp | AppendDailyOp | EditOp, conversation: Conversation, actor: Actor, *,
+             read: list[Message]) -> None:  # fmt: skip
+    """The operation kept for the person's review (memory.services.proposals) instead of applied."""
+    team, person = conversation.team, conversation.person
+    sources = cited_messages(cited=op.sources, read=read, what=f"{op.op} in conversation {conversation.pk}")
+    proposing = partial(
+        propose, team=team, person=person, agent=conversation.agent, actor=actor, source_messages=sources
+    )
+    if isinstance(op, RememberOp):
+        expires_at = timezone.now() + timedelta(hours=op.expires_in_hours) if op.expires_in_hours else None
+        proposing(
+            operation=Proposal.Operation.REMEMBER, key=op.key, description=op.description,
+            content=op.content, kind=op.kind, bank=op.bank, category=op.category, details={"expires_at": expires_at},
+        )  # fmt: skip
+    elif isinstance(op, EditOp):
+        note = note_for_key(team=team, person=person, key=op.key)
+        proposing(operation=Proposal.Operation.EDIT, note=note, find=op.find, content=op.content)
+    else:
+        proposing(operation=Proposal.Operation.DAILY, bank=Bank.Kind.GLOBAL, content=op.text)
 
 
 # --- consolidation ----------------------------------------------------------------------------

@@ -18,24 +18,24 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from accounts.api import PersonDetailApi
+from accounts.api import PersonDetailApi, PersonOutput
 from accounts.authentication import request_api_key
 from accounts.models import Agent, ApiKey, Person
 from accounts.usage import count_usage
 from config import metrics
 from config.errors import api_exception_handler
 from config.exceptions import DomainError
-from config.fields import IdentifierField, IntegerField
+from config.fields import IdentifierField, IntegerField, TextField
 from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
 from config.text import AS_OF_FORMAT, query_as_of, query_id
 from memory import as_of, packages, services
 from memory.exceptions import InvalidArguments
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, CategoryMute, Note, Proposal, Revision
 from memory.package_format import MemoryPackage
-from memory.serializers import BankOutput, MuteOutput, NoteAsOfOutput, NoteOutput, RevisionOutput
-from memory.tools import REGISTRY, Tool, ToolContext
+from memory.serializers import BankOutput, MuteOutput, NoteAsOfOutput, NoteOutput, ProposalOutput, RevisionOutput
+from memory.tools import REGISTRY, ProposedOut, Tool, ToolContext
 
 NOT_READ = "(the body could not be read; see the reason)"
 
@@ -156,7 +156,9 @@ class ToolCallApi(APIView):
             except (exceptions.APIException, InvalidArguments) as exc:  # a body that is not JSON, or bad arguments
                 refuse_tool_call(context, self.tool, exc.document if isinstance(exc, RefusedDocument) else data, exc)
                 raise
-            return Response(self.tool.run(context, args))
+            result = self.tool.run(context, args)
+        # Accepted, not done: the write waits for the person's review (memory.services.proposals).
+        return Response(result, status=202 if result.get("status") == "proposed" else 200)
 
 
 def tool_view(tool: Tool) -> type[ToolCallApi]:
@@ -170,7 +172,11 @@ def tool_view(tool: Tool) -> type[ToolCallApi]:
         summary=tool.description,
         tags=["tools"],
         request=tool.args,
-        responses={200: tool.result, **error_responses(*tool.errors)},
+        responses={
+            200: tool.result,
+            **({202: ProposedOut} if tool.proposes else {}),
+            **error_responses(*tool.errors),
+        },
     )(post)
     view = type(f"{tool.name.title().replace('_', '')}ToolApi", (ToolCallApi,), {"tool": tool, "post": documented})
     return view
@@ -470,15 +476,42 @@ class ExportApi(APIView):
 
 
 class PersonApi(PersonDetailApi):
-    """A person: read them (accounts), or erase everything held about them (a data-subject request)."""
+    """A person: read them (accounts), turn review on or off, or erase everything held about them (a
+    data-subject request)."""
+
+    class ReviewInput(serializers.Serializer[None]):
+        review_writes = serializers.BooleanField(
+            help_text="true: what agents learn about the person waits for their approval, as proposals."
+        )
+
+    @extend_schema(
+        operation_id="people_update",
+        summary="Turn review on or off for a person",
+        description=(
+            "Needs an admin-capable key. With review_writes true, every write an agent or the curator makes "
+            "about the person (remember, remember_about_user, remember_about_project, edit_note, the curator's "
+            "notes) becomes a proposal that waits for approval (GET /api/v1/proposals). Turning it off keeps "
+            "what waits."
+        ),
+        request=ReviewInput,
+        responses={200: PersonOutput, **error_responses(403, 404)},
+    )
+    def patch(self, request: Request, external_id: str) -> Response:
+        team = request_api_key(request).team
+        person = get_object_or_404(Person.objects.for_team(team), external_id=external_id)
+        admin_key(request, "Changing how a person's memories are kept needs an admin-capable API key.")
+        data = self.ReviewInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        person = services.set_review_writes(person=person, review=data.validated_data["review_writes"])
+        return Response(PersonOutput(person).data)
 
     @extend_schema(
         operation_id="people_destroy",
         summary="Erase everything held about one person",
         description=(
             "Needs an admin-capable key. In one transaction: their notes, what shared banks say of them, the "
-            "content of their revisions (the events stay), their mutes and banks, and their conversations with "
-            "messages, summaries and turns. The person row stays as a tombstone unless hard=true. Export first "
+            "content of their revisions (the events stay), their mutes, proposals and banks, and their "
+            "conversations with messages, summaries and turns. The person row stays as a tombstone unless hard=true. Export first "
             "(GET /api/v1/exports?person=) if they asked for a copy."
         ),
         parameters=[
@@ -590,3 +623,120 @@ class MuteDetailApi(APIView):
         key = admin_key(request, MUTES_NEED_ADMIN)
         services.remove_mute(mute=get_object_or_404(_mutes(key), pk=mute_id))
         return Response(status=204)
+
+
+# --- proposals (review) -----------------------------------------------------------------------------
+
+PROPOSALS_NEED_ADMIN = (
+    "Proposals wait for a person's approval: listing, keeping or declining them needs an admin-capable API key."
+)
+
+
+def _proposals(key: ApiKey) -> QuerySet[Proposal]:
+    return Proposal.objects.for_team(key.team).select_related("person", "agent").order_by("created_at", "id")
+
+
+def _proposal(request: Request, proposal_id: int) -> Proposal:
+    key = admin_key(request, PROPOSALS_NEED_ADMIN)
+    return get_object_or_404(_proposals(key), pk=proposal_id)
+
+
+class ProposalListApi(ListAPIView[Proposal]):
+    serializer_class = ProposalOutput
+
+    @extend_schema(
+        operation_id="proposals_list",
+        description=(
+            "What agents and the curator proposed to keep about people who review what is kept, oldest first; "
+            "an admin-capable key only. A decided proposal's words are blank."
+        ),
+        parameters=[
+            OpenApiParameter("person", OpenApiTypes.STR, description="Only this person's."),
+            OpenApiParameter(
+                "status", OpenApiTypes.STR, enum=Proposal.Status.values, description="Only those in this state."
+            ),
+        ],
+        responses={200: ProposalOutput(many=True), **error_responses(403, 404)},
+    )
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Proposal]:
+        key = admin_key(self.request, PROPOSALS_NEED_ADMIN)
+        proposals = _proposals(key)
+        person = _person_filter(self.request)
+        if person is not None:
+            proposals = proposals.filter(person=person)
+        if (wanted := self.request.query_params.get("status")) is not None:
+            if wanted not in Proposal.Status.values:
+                raise exceptions.ValidationError(
+                    {"status": [f"status must be one of {', '.join(Proposal.Status.values)}; got {wanted!r}."]}
+                )
+            proposals = proposals.filter(status=wanted)
+        return proposals
+
+
+class ProposalApproveApi(APIView):
+    class InputSerializer(serializers.Serializer[None]):
+        # No cap here: the write path refuses an over-cap text (422 too_long) and logs it, as for any write.
+        content = TextField(
+            required=False,
+            help_text="Keep it with this text instead of the proposed one (the person's edit).",
+        )
+
+    @extend_schema(
+        operation_id="proposals_approve",
+        description=(
+            "Keeps the proposal: its write runs through the write path as the agent or curator that proposed it "
+            "(caps, the FULL latch, the revision log, the vector, the messages it was learned from), with "
+            "`content` instead of the proposed text when given. A refusal there answers as the write would "
+            "(409 bank_full, 422 too_long...) and leaves the proposal waiting; 409 conflict when it was "
+            "already decided."
+        ),
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "ProposalKept",
+                {"proposal": ProposalOutput(), "note": serializers.IntegerField(allow_null=True),
+                 "bank": serializers.CharField(), "key": serializers.CharField(),
+                 "action": serializers.CharField()},
+            ),
+            **error_responses(403, 404, 409, 422),
+        },
+    )  # fmt: skip
+    def post(self, request: Request, proposal_id: int) -> Response:
+        admin_key(request, PROPOSALS_NEED_ADMIN)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        proposal = _proposal(request, proposal_id)
+        key = request_api_key(request)
+        result = services.keep_proposal(
+            proposal=proposal, decider=admin_actor(request, key), content=data.validated_data.get("content")
+        )
+        proposal.refresh_from_db()
+        return Response(
+            {
+                "proposal": ProposalOutput(proposal).data,
+                "note": result.note.pk if result.note is not None else None,
+                "bank": result.bank.address,
+                "key": result.key,
+                "action": result.action,
+            }
+        )
+
+
+class ProposalRejectApi(APIView):
+    @extend_schema(
+        operation_id="proposals_reject",
+        description=(
+            "Declines the proposal: nothing is kept, and its words are blanked (the proposal stays as the "
+            "decision, with no text). 409 conflict when it was already decided."
+        ),
+        request=None,
+        responses={200: ProposalOutput, **error_responses(403, 404, 409)},
+    )
+    def post(self, request: Request, proposal_id: int) -> Response:
+        proposal = _proposal(request, proposal_id)
+        key = request_api_key(request)
+        declined = services.reject_proposal(proposal=proposal, decider=admin_actor(request, key))
+        return Response(ProposalOutput(declined).data)

@@ -45,3 +45,9 @@ class UnknownSource(DomainError):
     """A write named a message or turn as its source that is not the calling agent's with this person."""
 
     code = "unknown_source"
+
+
+class ProposalDecided(DomainError):
+    """A proposal that was already kept, not kept, or expired: it cannot be decided again."""
+
+    code = "conflict"

@@ -69,3 +69,23 @@ class ErasePersonForm(forms.Form):
         if typed.lower() != ERASE_EVERYTHING_PHRASE:
             raise forms.ValidationError(f"Type “{ERASE_EVERYTHING_PHRASE}” exactly; nothing was deleted.")
         return typed
+
+
+class ReviewWritesForm(forms.Form):
+    """Review on or off: whether what agents learn about the person waits for their approval."""
+
+    review = forms.ChoiceField(choices=[("on", "on"), ("off", "off")])
+
+
+class KeepProposalForm(forms.Form):
+    """Keep a proposal as it is (no content sent), or with the person's own words ("Edit and keep")."""
+
+    content = WritePathCharField(required=False, strip=False)
+
+    def clean_content(self) -> str | None:
+        if "content" not in self.data:
+            return None
+        content: str = self.cleaned_data["content"].replace("\r\n", "\n")
+        if not content.strip():
+            raise forms.ValidationError("Write what to keep, or choose Don't keep.")
+        return content

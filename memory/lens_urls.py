@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory import as_of_views, read_views, views
+from memory import as_of_views, read_views, review_views, views
 
 urlpatterns = [
     path("lens/", views.lens, name="lens"),
@@ -13,4 +13,7 @@ urlpatterns = [
     path("m/<int:note_id>/delete", views.note_delete, name="lens-note-delete"),
     path("m/<int:note_id>/as-of", as_of_views.note_as_of, name="lens-note-as-of"),
     path("lens/people/<int:person_id>/erase", views.person_erase, name="lens-person-erase"),
+    path("lens/people/<int:person_id>/review", review_views.review_writes, name="lens-review-writes"),
+    path("lens/proposals/<int:proposal_id>/keep", review_views.proposal_keep, name="lens-proposal-keep"),
+    path("lens/proposals/<int:proposal_id>/reject", review_views.proposal_reject, name="lens-proposal-reject"),
 ]

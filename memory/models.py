@@ -283,6 +283,9 @@ class Revision(models.Model):
         EVICT = "evict", "Evicted"
         REFUSED = "refused", "Refused"
         LATCH = "latch", "Bank state"
+        PROPOSE = "propose", "Proposed for review"
+        KEEP = "keep", "Kept on review"
+        REJECT = "reject", "Not kept on review"
 
     class Actor(models.TextChoices):
         AGENT = "agent", "Agent"
@@ -469,3 +472,87 @@ class Read(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} by {self.agent_id} about {self.person_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class ProposalQuerySet(models.QuerySet["Proposal"]):
+    def for_team(self, team: Team) -> Self:
+        return self.filter(team=team)
+
+    def pending(self) -> Self:
+        return self.filter(status=Proposal.Status.PENDING)
+
+
+class Proposal(models.Model):
+    """A write an agent or the curator made about a person who asked to review what is kept.
+
+    It holds the write's arguments, not a note: no read (turns, recall, search, the digest, exports)
+    looks at this table. Keeping it runs the write through the one write path; not keeping it (or
+    its expiry) blanks every text it held and keeps the row as the decision's tombstone. A kept one
+    is blanked too: its words now live in the note, whose erasure must not miss a copy here.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for review"
+        KEPT = "kept", "Kept"
+        REJECTED = "rejected", "Not kept"
+        EXPIRED = "expired", "Expired unkept"
+
+    class Operation(models.TextChoices):
+        REMEMBER = "remember", "Remember a note"
+        APPEND = "append", "Add to a category's note"
+        EDIT = "edit", "Change a note"
+        DAILY = "daily", "Add to the day's note"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="proposals")
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    actor = models.CharField(max_length=16, choices=Revision.Actor.choices, help_text="Who wrote: agent or curator.")
+    actor_ref = models.CharField(max_length=200, blank=True)
+    operation = models.CharField(max_length=16, choices=Operation.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    bank = models.CharField(max_length=16, choices=Bank.Kind.choices, help_text="The bank the writer chose.")
+    bank_ref = models.CharField(max_length=500, help_text="The id of the bank it would go to.")
+    scope = models.CharField(max_length=200, blank=True)
+    note_id = models.BigIntegerField(
+        null=True, blank=True, help_text="An edit's note; once kept, the note it wrote. It may no longer exist."
+    )
+    key = models.CharField(max_length=KEY_MAX, blank=True)
+    description = models.CharField(max_length=DESCRIPTION_MAX, blank=True)
+    content = models.TextField(blank=True, help_text="The note's content, the observation, or an edit's new text.")
+    find = models.TextField(blank=True, help_text="An edit's text to replace (find_replace); empty for replace.")
+    kind = models.CharField(max_length=16, choices=Note.Kind.choices, default=Note.Kind.FACT)
+    category = models.CharField(max_length=64, blank=True)
+    details = models.JSONField(
+        default=dict, blank=True, help_text="The rest of the write: scope_refs, semantics, expires_at, edit mode."
+    )
+    source_messages = ArrayField(
+        models.BigIntegerField(), default=list, blank=True, help_text="Ids of the messages it was learned from."
+    )
+    turn_id = models.BigIntegerField(null=True, blank=True, help_text="The turn it was written during.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True, help_text="Who kept or declined it; expiry for expiry.")
+
+    objects = ProposalQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status="pending", decided_at__isnull=True)
+                | (~models.Q(status="pending") & models.Q(decided_at__isnull=False)),
+                name="proposal_decided_unless_pending",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status="pending")
+                | models.Q(key="", description="", content="", find="", category="", details={}),
+                name="proposal_blank_once_decided",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["team", "person", "status", "created_at"], name="proposal_team_person"),
+            models.Index(fields=["created_at"], name="proposal_pending_age", condition=models.Q(status="pending")),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} ({self.status}) about {self.person_id}"

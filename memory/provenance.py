@@ -61,6 +61,10 @@ class Backend(Protocol):
 
     def erase_sources(self, note: Note) -> ErasedSources: ...
 
+    def record_kept(self, note: Note, message_ids: list[int], turn_id: int | None) -> None: ...
+
+    def message_origins(self, team_id: int, message_ids: list[int]) -> list[Origin]: ...
+
 
 _backends: list[Backend] = []
 
@@ -92,3 +96,15 @@ def erase_sources(note: Note) -> ErasedSources:
     """Erase the messages a note was learned from (a fact lives on in what it came from), and clear
     the summaries they fed. Only memory.services.erase_note calls this, in its transaction."""
     return _backends[0].erase_sources(note) if _backends else ErasedSources()
+
+
+def record_kept_sources(note: Note, message_ids: list[int], turn_id: int | None) -> None:
+    """Record, for a note kept on review, the sources its proposal named (checked when it was made):
+    those still there and not erased, since a message erased while it waited is no source any more."""
+    if _backends and (message_ids or turn_id is not None):
+        _backends[0].record_kept(note, message_ids, turn_id)
+
+
+def proposal_origins(team_id: int, message_ids: list[int]) -> list[Origin]:
+    """The messages a proposal was learned from, as the lens shows a note's origins."""
+    return _backends[0].message_origins(team_id, message_ids) if _backends and message_ids else []

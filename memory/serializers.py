@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, CategoryMute, Note, Proposal, Revision
 
 
 class NoteOutput(serializers.ModelSerializer[Note]):
@@ -91,3 +94,36 @@ class MuteOutput(serializers.Serializer[CategoryMute]):
     agent = serializers.CharField(source="agent.slug")
     category = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+class ProposalOutput(serializers.Serializer[Proposal]):
+    """A write waiting for (or decided on) the person's review. A decided proposal's words are blank:
+    a kept one's live in its note (`note`), a declined or expired one's are gone."""
+
+    id = serializers.IntegerField()
+    person = serializers.CharField(source="person.external_id")
+    agent = serializers.CharField(source="agent.slug", allow_null=True, default=None)
+    writer = serializers.CharField(source="actor", help_text="agent (a tool call) or curator.")
+    operation = serializers.ChoiceField(choices=Proposal.Operation.choices)
+    status = serializers.ChoiceField(choices=Proposal.Status.choices)
+    bank = serializers.CharField(source="bank_ref")
+    note = serializers.IntegerField(
+        source="note_id", allow_null=True, help_text="An edit's note; once kept, the note it wrote."
+    )
+    key = serializers.CharField()
+    description = serializers.CharField()
+    content = serializers.CharField()
+    find = serializers.CharField(help_text="An edit's text to replace; empty otherwise.")
+    kind = serializers.CharField()
+    category = serializers.CharField()
+    source_messages = serializers.ListField(child=serializers.IntegerField(), help_text="Messages it was learned from.")
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.SerializerMethodField(help_text="When it expires unkept; null once decided.")
+    decided_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_expires_at(self, proposal: Proposal) -> str | None:
+        if proposal.status != Proposal.Status.PENDING:
+            return None
+        expires_at: datetime = proposal.created_at + timedelta(days=settings.PROPOSAL_DAYS)
+        return serializers.DateTimeField().to_representation(expires_at)

@@ -1,7 +1,7 @@
 from celery import shared_task
 
 from memory.indexing import NOTES, drain, embedding_task, indexed_models
-from memory.services import expire_notes, reads
+from memory.services import expire_notes, expire_proposals, reads
 
 
 @shared_task(ignore_result=True)
@@ -27,3 +27,9 @@ def reconcile_index() -> str:
 def delete_old_reads() -> int:
     """The retrieval audit's retention: delete reads older than READ_AUDIT_DAYS."""
     return reads.delete_old_reads()
+
+
+@shared_task(ignore_result=True)
+def expire_old_proposals() -> int:
+    """Review: proposals waiting longer than PROPOSAL_DAYS expire unkept (their words blanked)."""
+    return expire_proposals()

@@ -25,7 +25,7 @@ from config.text import INT64_MAX, AsOf, Identifier, Line, Text, find_unstorable
 from memory import as_of, provenance, queries, recall, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
-from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note
+from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note, Proposal
 from memory.services.reads import record_read
 from memory.validation import validate_scope
 
@@ -206,6 +206,14 @@ class WriteOut(BaseModel):
     evicted: list[Evicted] = Field(default_factory=list, description="Notes a bounded bank evicted to make room.")
 
 
+class ProposedOut(WriteOut):
+    """A write made while the person reviews what is kept: it waits for their approval (HTTP 202)."""
+
+    status: Literal["proposed"] = "proposed"
+    proposal: int = Field(description="The proposal's id; the person (or an admin) keeps it or not.")
+    message: str = Field(description="What happens next, in words.")
+
+
 class RecallMemoriesHit(BaseModel):
     id: int
     bank: str
@@ -273,19 +281,44 @@ def _write_out(result: services.WriteResult, note_id: int | None = None) -> dict
     ).model_dump()
 
 
-def _sourced(
-    ctx: ToolContext, args: SourcedArgs, person: Person, operation: str, write: Callable[[], services.WriteResult]
-) -> services.WriteResult:
-    """Run a write and record the sources it names in the same transaction. A source that is not the
-    caller's is refused before the write, and logged like any refused write."""
+def _checked_sources(ctx: ToolContext, args: SourcedArgs, person: Person, operation: str) -> provenance.Recorder | None:
+    """The recorder of the sources a write names. A source that is not the caller's is refused
+    before the write, and logged like any refused write."""
     try:
-        record = provenance.resolve_sources(args.source_request(ctx, person))
+        return provenance.resolve_sources(args.source_request(ctx, person))
     except DomainError as exc:
         services.record_refused_call(
             team=ctx.team, actor=ctx.actor, operation=operation, arguments=args.model_dump(mode="json"),
             message=exc.message, field=exc.field,
         )  # fmt: skip
         raise
+
+
+def _proposed(ctx: ToolContext, args: SourcedArgs, person: Person, tool: str, **what: Any) -> dict[str, Any]:
+    """The write kept for the person's review (memory.services.proposals) instead of made, with the
+    sources it names (checked as a write's are)."""
+    _checked_sources(ctx, args, person, tool)
+    proposal = services.propose(
+        team=ctx.team, person=person, agent=ctx.agent, actor=ctx.actor, source_messages=args.source_messages or [],
+        turn_id=args.turn, **what,
+    )  # fmt: skip
+    return ProposedOut(
+        id=None,
+        bank=proposal.bank_ref,
+        key=proposal.key,
+        action="proposed",
+        proposal=proposal.pk,
+        message="The person reviews what agents keep about them: this waits for their approval and is not "
+        "remembered until they keep it.",
+    ).model_dump()
+
+
+def _sourced(
+    ctx: ToolContext, args: SourcedArgs, person: Person, operation: str, write: Callable[[], services.WriteResult]
+) -> services.WriteResult:
+    """Run a write and record the sources it names in the same transaction. A source that is not the
+    caller's is refused before the write, and logged like any refused write."""
+    record = _checked_sources(ctx, args, person, operation)
     if record is None:
         return write()
     refused: DomainError | None = None
@@ -304,6 +337,13 @@ def _sourced(
 
 def run_remember(ctx: ToolContext, args: RememberArgs) -> dict[str, Any]:
     person = _person(ctx, args)
+    if services.under_review(person, ctx.actor):
+        return _proposed(
+            ctx, args, person, "remember", operation=Proposal.Operation.REMEMBER, bank=args.bank,
+            scope=args.scope or "", key=args.key, description=args.description, content=args.content,
+            kind=args.kind, category=args.category,
+            details={"scope_refs": args.scope_refs, "semantics": args.semantics, "expires_at": args.expires_at},
+        )  # fmt: skip
     result = _sourced(ctx, args, person, "remember", lambda: services.remember(
         team=ctx.team,
         person=person,
@@ -381,6 +421,11 @@ def run_forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> dict[str, Any
 
 def run_remember_about_user(ctx: ToolContext, args: RememberAboutUserArgs) -> dict[str, Any]:
     person = _person(ctx, args)
+    if services.under_review(person, ctx.actor):
+        return _proposed(
+            ctx, args, person, "remember_about_user", operation=Proposal.Operation.APPEND, bank=Bank.Kind.GLOBAL,
+            category=args.category, content=args.observation, description=args.summary or "",
+        )  # fmt: skip
     result = _sourced(ctx, args, person, "remember_about_user", lambda: services.append_observation(
         team=ctx.team,
         person=person,
@@ -395,6 +440,12 @@ def run_remember_about_user(ctx: ToolContext, args: RememberAboutUserArgs) -> di
 
 def run_remember_about_project(ctx: ToolContext, args: RememberAboutProjectArgs) -> dict[str, Any]:
     person = _person(ctx, args)
+    if services.under_review(person, ctx.actor):
+        return _proposed(
+            ctx, args, person, "remember_about_project", operation=Proposal.Operation.APPEND, bank=Bank.Kind.SHARED,
+            scope=f"project:{args.project}", category=args.category, content=args.observation,
+            description=args.summary or "",
+        )  # fmt: skip
     result = _sourced(ctx, args, person, "remember_about_project", lambda: services.append_observation(
         team=ctx.team,
         person=person,
@@ -428,6 +479,11 @@ def reachable_note(ctx: ToolContext, person: Person, scope: str, note_id: int) -
 def run_edit_note(ctx: ToolContext, args: EditNoteArgs) -> dict[str, Any]:
     person = _person(ctx, args)
     note = reachable_note(ctx, person, validate_scope(args.scope), args.id)
+    if services.under_review(person, ctx.actor):
+        return _proposed(
+            ctx, args, person, "edit_note", operation=Proposal.Operation.EDIT, note=note, content=args.content,
+            find=args.find or "", details={"mode": args.mode},
+        )  # fmt: skip
     result = _sourced(ctx, args, person, "edit_note", lambda: services.edit_note(
         note=note, actor=ctx.actor, mode=args.mode, find=args.find, content=args.content
     ))  # fmt: skip
@@ -507,6 +563,8 @@ class Tool:
     # Error statuses this tool adds to those every call can meet (400, 401, 413, 415, 429): the schema documents them.
     errors: tuple[int, ...] = (422,)
     writes: bool = False  # a refused call of a writing tool is logged in the revision log
+    # While the person reviews what is kept, the call answers 202 with a ProposedOut instead.
+    proposes: bool = False
 
     def json_schema(self) -> dict[str, Any]:
         """The tool in function-calling form: name, description and JSON-schema parameters."""
@@ -563,6 +621,7 @@ for _tool in [
         run_remember,
         errors=(409, 422),
         writes=True,
+        proposes=True,
     ),
     Tool(
         "recall_memories",
@@ -589,6 +648,7 @@ for _tool in [
         run_remember_about_user,
         errors=(409, 422),
         writes=True,
+        proposes=True,
     ),
     Tool(
         "remember_about_project",
@@ -598,6 +658,7 @@ for _tool in [
         run_remember_about_project,
         errors=(409, 422),
         writes=True,
+        proposes=True,
     ),
     Tool(
         "edit_note",
@@ -608,6 +669,7 @@ for _tool in [
         run_edit_note,
         errors=(404, 422),
         writes=True,
+        proposes=True,
     ),
     Tool(
         "search",

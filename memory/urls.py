@@ -16,4 +16,7 @@ urlpatterns = [
     path("reads", read_api.ReadListApi.as_view(), name="reads-list"),
     path("mutes", api.MuteListApi.as_view(), name="mutes-list"),
     path("mutes/<int:mute_id>", api.MuteDetailApi.as_view(), name="mutes-detail"),
+    path("proposals", api.ProposalListApi.as_view(), name="proposals-list"),
+    path("proposals/<int:proposal_id>/approve", api.ProposalApproveApi.as_view(), name="proposals-approve"),
+    path("proposals/<int:proposal_id>/reject", api.ProposalRejectApi.as_view(), name="proposals-reject"),
 ]

@@ -40,6 +40,7 @@ from memory.models import Bank, CategoryMute, Note, Revision
 from memory.provenance import origins_of, source_count
 from memory.queries import Digest, build_digest
 from memory.recall import Hit, recall_for_owner
+from memory.review import ReviewPanel, review_panel
 from memory.services import (
     Actor,
     edit_note,
@@ -140,6 +141,7 @@ class PersonLens:
     removed: list[LogEntry] = field(default_factory=list)
     refused: list[LogEntry] = field(default_factory=list)
     digests: list[tuple[Agent, Digest]] = field(default_factory=list)
+    review: ReviewPanel | None = None  # the review toggle and what waits for the person's approval
 
     @property
     def note_count(self) -> int:
@@ -261,6 +263,7 @@ def build_lens(request: LensRequest, people: list[Person]) -> list[PersonLens]:
         lens.digests = [
             (agent, build_digest(team=lens.person.team, person=lens.person, agent=agent)) for agent in lens.agents
         ]
+        lens.review = review_panel(lens.person, yours=lens.yours)
     return lenses
 
 

@@ -10,6 +10,7 @@ the same thing again changes nothing but the note's repetition count, and is not
   eviction, consolidation scheduling;
 - notes: the write use cases on notes;
 - mutes: categories a person mutes for an agent;
+- proposals: review, where agents' writes about a person wait for that person's approval;
 - people: whole-person erasure (with what other apps register in memory.person_data).
 
 Reads live in memory.queries, bank addressing in memory.banks, input checks in memory.validation.
@@ -43,6 +44,14 @@ from memory.services.notes import (
     remember,
 )
 from memory.services.people import PersonErasure, erase_person
+from memory.services.proposals import (
+    expire_proposals,
+    keep_proposal,
+    propose,
+    reject_proposal,
+    set_review_writes,
+    under_review,
+)
 from memory.services.revisions import Actor, record_refused_call
 
 __all__ = [
@@ -59,19 +68,25 @@ __all__ = [
     "erase_note",
     "erase_person",
     "expire_notes",
+    "expire_proposals",
     "forget",
     "get_or_create_bank",
+    "keep_proposal",
     "latch_full",
     "merge_notes",
     "mute_category",
     "mute_for_agents",
+    "propose",
     "record_consolidation",
     "record_consolidation_failure",
     "record_refused_call",
+    "reject_proposal",
     "remember",
     "remove_mute",
     "request_consolidation",
     "request_consolidations_again",
+    "set_review_writes",
+    "under_review",
     "unmute_category",
     "update_bank_settings",
 ]

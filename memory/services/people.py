@@ -21,7 +21,7 @@ from accounts.models import Person, Team
 from accounts.services import delete_person, tombstone_person
 from config.exceptions import NotFound
 from memory import kept_banks, person_data
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, CategoryMute, Note, Proposal, Revision
 from memory.queries import CONTENT_ACTIONS, shared_notes_about
 from memory.services import reads
 from memory.services.mutes import banks_they_read
@@ -40,6 +40,7 @@ class PersonErasure:
     shared_notes_redacted: int = 0
     revisions: int = 0
     mutes: int = 0
+    proposals: int = 0
     banks: int = 0
     sections: dict[str, int] = field(default_factory=dict)
     hard: bool = False
@@ -52,6 +53,7 @@ class PersonErasure:
                 "shared_notes_redacted": self.shared_notes_redacted,
                 "revisions": self.revisions,
                 "mutes": self.mutes,
+                "proposals": self.proposals,
                 "banks": self.banks,
                 **self.sections,
             },
@@ -138,7 +140,7 @@ def _blank_their_revisions(team: Team, person: Person) -> int:
 @transaction.atomic
 def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False) -> PersonErasure:
     """Erase everything held about a person in a team, in one transaction: the notes of their banks,
-    what shared banks say of them, the content of every revision about them, their mutes and banks,
+    what shared banks say of them, the content of every revision about them, their mutes, proposals and banks,
     and every registered section (their conversations). The person row stays as a tombstone (no
     display name, erased_at set), or with `hard` is deleted; the revision log's events stay either way."""
     if person.team_id != team.pk:
@@ -157,6 +159,9 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
     report.revisions = _blank_their_revisions(team, person)
     new_bank_version(banks_they_read(person))  # their mutes go: what their turns see changes
     report.mutes = CategoryMute.objects.filter(team=team, person=person).delete()[1].get("memory.CategoryMute", 0)
+    # What waited for their review goes too, decided or not: kept or declined rows hold no words,
+    # but still say which agent proposed what, and when.
+    report.proposals = Proposal.objects.filter(team=team, person=person).delete()[1].get("memory.Proposal", 0)
     for section in person_data.sections():
         report.sections.update(section.erase(team, person))
     report.sections["reads"] = reads.erase_reads_of_person(team=team, person=person)
