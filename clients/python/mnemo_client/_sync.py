@@ -31,6 +31,9 @@ from mnemo_client.types import (
     PersonErased,
     Profile,
     Read,
+    Proposal,
+    ProposalKept,
+    ProposalStatus,
     RecallArgs,
     RecallMemoriesArgs,
     RecallMemoriesResult,
@@ -141,6 +144,11 @@ class Mnemo:
         tombstone unless hard=True. Returns what was erased, counted by kind."""
         params = {"hard": "true"} if hard else None
         return self.request(Call("DELETE", f"/api/v1/people/{segment(person)}", params=params))
+
+    def set_review_writes(self, person: str, review: bool) -> Person:
+        """Turn review on or off for a person (needs an admin-capable key): while it is on, what agents
+        and the curator learn about them waits as proposals (list_proposals) until it is kept."""
+        return self.request(Call("PATCH", f"/api/v1/people/{segment(person)}", body={"review_writes": review}))
 
     # --- the ten tools -------------------------------------------------------------------------
 
@@ -390,6 +398,38 @@ class Mnemo:
     ) -> Iterator[Read]:
         params = query(person=person, agent=agent, tool=tool, since=since, until=until)
         return self._pages("/api/v1/reads", params, page_size)
+
+    # --- proposals (review) ---------------------------------------------------------------------
+
+    def list_proposals(
+        self,
+        *,
+        person: str | None = None,
+        status: ProposalStatus | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Proposal]:
+        """What waits for (or was decided on) people's review, oldest first; needs an admin-capable key."""
+        params = query(person=person, status=status, limit=limit, offset=offset)
+        return self.request(Call("GET", "/api/v1/proposals", params=params))
+
+    def iter_proposals(
+        self,
+        *,
+        person: str | None = None,
+        status: ProposalStatus | None = None,
+        page_size: int = _core.DEFAULT_PAGE_SIZE,
+    ) -> Iterator[Proposal]:
+        return self._pages("/api/v1/proposals", query(person=person, status=status), page_size)
+
+    def approve_proposal(self, proposal: int, *, content: str | None = None) -> ProposalKept:
+        """Keep a proposal: it is written through the write path (caps and the FULL latch apply, and
+        refuse as for any write), with `content` instead of the proposed text when given."""
+        return self.request(Call("POST", f"/api/v1/proposals/{segment(proposal)}/approve", body=query(content=content)))
+
+    def reject_proposal(self, proposal: int) -> Proposal:
+        """Don't keep a proposal: nothing is written, and its words are blanked."""
+        return self.request(Call("POST", f"/api/v1/proposals/{segment(proposal)}/reject"))
 
     # --- memory packages -----------------------------------------------------------------------
 

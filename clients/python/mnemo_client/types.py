@@ -118,13 +118,18 @@ class Evicted(TypedDict):
 
 
 class WriteResult(TypedDict):
-    """What a write did: action is created, updated, unchanged or deleted."""
+    """What a write did: action is created, updated, unchanged or deleted; or, while the person
+    reviews what is kept (HTTP 202), proposed: status is "proposed", id is None and `proposal` is
+    the id of what waits for their approval."""
 
     id: int | None
     bank: str
     key: str
     action: str
     evicted: list[Evicted]
+    status: NotRequired[Literal["proposed"]]
+    proposal: NotRequired[int]
+    message: NotRequired[str]
 
 
 class RecallMemoriesHit(TypedDict):
@@ -233,6 +238,7 @@ class Me(TypedDict):
 class Person(TypedDict):
     person: str
     display_name: str
+    review_writes: bool  # what agents learn about them waits for their approval
     created_at: str
 
 
@@ -416,6 +422,40 @@ class Read(TypedDict):
     degraded: list[str]
     latency_ms: float
     created_at: str
+
+
+ProposalStatus = Literal["pending", "kept", "rejected", "expired"]
+
+
+class Proposal(TypedDict):
+    """A write waiting for (or decided on) the person's review; a decided one's words are blank."""
+
+    id: int
+    person: str
+    agent: str | None
+    writer: str  # agent or curator
+    operation: str  # remember, append, edit or daily
+    status: ProposalStatus
+    bank: str
+    note: int | None  # an edit's note; once kept, the note it wrote
+    key: str
+    description: str
+    content: str
+    find: str
+    kind: str
+    category: str
+    source_messages: list[int]
+    created_at: str
+    expires_at: str | None
+    decided_at: str | None
+
+
+class ProposalKept(TypedDict):
+    proposal: Proposal
+    note: int | None
+    bank: str
+    key: str
+    action: str
 
 
 class ImportRefusal(TypedDict):
