@@ -14,10 +14,12 @@ from rest_framework.test import APIClient
 
 from accounts.models import Person
 from accounts.services import issue_api_key
+from config.celery import app
 from config.mcp import call_tool
 from conversations.models import Message, NoteSource
 from conversations.services import start_conversation
-from curator.providers import RulesProvider
+from curator.providers import RulesProvider, ScriptedProvider
+from curator.schemas import AppendDailyOp, CuratorPlan, EditOp
 from curator.services import curate_conversation
 from memory.models import Bank, Note, Proposal, Revision
 from memory.queries import build_digest
@@ -376,3 +378,32 @@ def test_the_list_is_paginated_and_filtered_by_person_and_status(admin_tenant: T
     assert admin_tenant.client.get("/api/v1/proposals", {"person": "bob"}).json()["count"] == 1
     assert bob.proposals.count() == 1
     assert Message.objects.count() == 0
+
+
+def test_the_curators_edits_and_day_notes_wait_too(admin_tenant: Tenant, ada: Person, actor) -> None:
+    note = remember(team=admin_tenant.team, person=ada, actor=actor, **note_fields()).note
+    assert note is not None
+    set_review_writes(person=ada, review=True)
+    conversation = start_conversation(team=admin_tenant.team, agent=admin_tenant.agent, person=ada)
+    said = chat(conversation, [("I moved to Bergen.", "Oh!")])
+    plan = CuratorPlan(
+        operations=[
+            EditOp(op="edit", key="home-city", find="Oslo", content="Bergen", sources=[said[0].pk]),
+            AppendDailyOp(op="append_daily", text="Ada moved to Bergen."),
+        ]
+    )
+    curate_conversation(conversation_id=conversation.pk, provider=ScriptedProvider(curations=[plan]))
+    assert Note.objects.get(pk=note.pk).content == "Ada lives in Oslo."
+    assert Note.objects.count() == 1
+    edit, daily = Proposal.objects.order_by("id")
+    assert (edit.operation, edit.note_id, edit.source_messages) == ("edit", note.pk, [said[0].pk])
+    assert (daily.operation, daily.content, daily.bank_ref) == ("daily", "Ada moved to Bergen.", "user:ada")
+    for proposal in (edit, daily):
+        answer = admin_tenant.client.post(f"/api/v1/proposals/{proposal.pk}/approve")
+        assert answer.status_code == 200, answer.content
+    assert Note.objects.get(pk=note.pk).content == "Ada lives in Bergen."
+    assert Note.objects.filter(kind="daily", content="Ada moved to Bergen.").exists()
+
+
+def test_expiry_runs_on_the_beat_schedule() -> None:
+    assert {"task": "memory.tasks.expire_old_proposals", "schedule": 3600.0} in app.conf.beat_schedule.values()
