@@ -21,7 +21,7 @@ from config.text import TextKind, check_text
 from memory import indexing, provenance
 from memory.banks import applicable_banks, bank_id_for, bank_kind_for
 from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong
-from memory.models import CONTENT_MAX, Bank, Note, Revision
+from memory.models import CONTENT_MAX, Bank, Note, Proposal, Revision
 from memory.queries import scope_refs_match
 from memory.services import reads
 from memory.services.capacity import _after_growth, _lock, _lock_bank, _make_room, _remove
@@ -428,6 +428,11 @@ def erase_note(*, note: Note, actor: Actor) -> NoteErasure:
     revisions = _erase_note_from_log(note=note, keep=event)
     # And from what webhooks were told of it (sent or still to send); note.erased itself says no words.
     erase_event_content(team_id=note.team_id, note_ids=[note_id])
+    # An edit of it waiting for review quotes it (the text to replace): it is declined, its words blanked.
+    Proposal.objects.filter(team_id=note.team_id, note_id=note_id, status=Proposal.Status.PENDING).update(
+        status=Proposal.Status.REJECTED, decided_at=timezone.now(), decided_by=ERASED_REASON,
+        key="", description="", content="", find="", category="", details={},
+    )  # fmt: skip
     return NoteErasure(revisions=revisions, messages=sources.messages, summaries=sources.summaries)
 
 

@@ -407,3 +407,19 @@ def test_the_curators_edits_and_day_notes_wait_too(admin_tenant: Tenant, ada: Pe
 
 def test_expiry_runs_on_the_beat_schedule() -> None:
     assert {"task": "memory.tasks.expire_old_proposals", "schedule": 3600.0} in app.conf.beat_schedule.values()
+
+
+def test_erasing_a_note_declines_the_edits_of_it_waiting_for_review(admin_tenant: Tenant, ada: Person, actor) -> None:
+    canary = f"cnry{uuid4().hex[:10]}"
+    note = remember(team=admin_tenant.team, person=ada, actor=actor, **note_fields(content=f"Lives by {canary}.")).note
+    assert note is not None
+    set_review_writes(person=ada, review=True)
+    answer = admin_tenant.client.post(
+        "/api/v1/tools/edit_note",
+        {"person": "ada", "id": note.pk, "mode": "find_replace", "find": canary, "content": "the sea"},
+        format="json",
+    )
+    assert answer.status_code == 202, answer.content
+    assert admin_tenant.client.delete(f"/api/v1/notes/{note.pk}?erase=true").status_code == 200
+    assert Proposal.objects.get(pk=answer.json()["proposal"]).status == "rejected"
+    assert find_text(canary) == []
