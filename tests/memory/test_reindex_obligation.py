@@ -84,7 +84,10 @@ def assert_every_note_indexed() -> None:
 
 # Public functions of the write path that write notes are exercised below; the others are
 # listed with why they need no reindex. A new public function fails the test until it is placed.
-EXERCISED = {"remember", "append_observation", "append_daily", "edit_note", "edit_applicable_note", "merge_notes"}
+EXERCISED = {
+    "remember", "append_observation", "append_daily", "edit_note", "edit_applicable_note", "merge_notes",
+    "keep_proposal",
+}  # fmt: skip
 NOT_NOTE_WRITERS = {
     "delete_note": "removes the note; its vector cascades",
     "forget": "removes the note; its vector cascades",
@@ -114,6 +117,13 @@ NOT_NOTE_WRITERS = {
     "forget_reads_of": "the retrieval audit only",
     "erase_reads_of_person": "the retrieval audit only",
     "delete_old_reads": "the retrieval audit only",
+    "propose": "proposals only: a note is written when one is kept (keep_proposal)",
+    "reject_proposal": "proposals and the revision log only",
+    "expire_proposals": "proposals and the revision log only",
+    "set_review_writes": "the person's review flag only",
+    "under_review": "pure",
+    "note_for_key": "reads the note an edit names",
+    "proposal_created": "logs (the proposal.created event's place)",
 }
 
 
@@ -171,6 +181,13 @@ def test_every_public_write_service_leaves_its_notes_indexed(tenant, person, act
             agent=None,
         )  # fmt: skip
     assert report.created == 1
+    assert_every_note_indexed()
+    with index_inline():
+        proposal = services.propose(
+            team=team, person=person, agent=tenant.agent, actor=actor, operation="remember", key="kept",
+            description="Kept on review", content="Kept after review.",
+        )  # fmt: skip
+        services.keep_proposal(proposal=proposal, decider=actor)
     assert_every_note_indexed()
     with index_inline():
         for key in ("dup-a", "dup-b"):
