@@ -153,14 +153,10 @@ class ConversationProvenance:
         turn = Turn.objects.filter(team_id=note.team_id, pk=turn_id).first() if turn_id is not None else None
         record_note_sources(note=note, message_ids=kept, turn=turn)
 
-    def message_origins(self, team_id: int, message_ids: list[int]) -> list[Origin]:
-        rows = (
-            Message.objects.filter(team_id=team_id, pk__in=message_ids)
-            .select_related("conversation__agent")
-            .order_by("created_at", "pk")
-        )
-        return [
-            Origin(
+    def message_origins(self, team_id: int, message_ids: list[int]) -> dict[int, Origin]:
+        rows = Message.objects.filter(team_id=team_id, pk__in=message_ids).select_related("conversation__agent")
+        return {
+            message.pk: Origin(
                 when=message.created_at,
                 role="person" if message.role == Message.Role.USER else "agent",
                 agent=message.conversation.agent.name,
@@ -169,7 +165,7 @@ class ConversationProvenance:
                 erased=message.is_erased,
             )
             for message in rows
-        ]
+        }
 
     def erase_sources(self, note: Note) -> ErasedSources:
         erased = erase_messages(team=note.team, message_ids=list(_sources_of(note).values_list("pk", flat=True)))

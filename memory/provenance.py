@@ -63,7 +63,7 @@ class Backend(Protocol):
 
     def record_kept(self, note: Note, message_ids: list[int], turn_id: int | None) -> None: ...
 
-    def message_origins(self, team_id: int, message_ids: list[int]) -> list[Origin]: ...
+    def message_origins(self, team_id: int, message_ids: list[int]) -> dict[int, Origin]: ...
 
 
 _backends: list[Backend] = []
@@ -105,6 +105,7 @@ def record_kept_sources(note: Note, message_ids: list[int], turn_id: int | None)
         _backends[0].record_kept(note, message_ids, turn_id)
 
 
-def proposal_origins(team_id: int, message_ids: list[int]) -> list[Origin]:
-    """The messages a proposal was learned from, as the lens shows a note's origins."""
-    return _backends[0].message_origins(team_id, message_ids) if _backends and message_ids else []
+def proposal_origins(team_id: int, message_ids: list[int]) -> dict[int, Origin]:
+    """The messages proposals were learned from, by id, as the lens shows a note's origins (one
+    query for all of a person's proposals)."""
+    return _backends[0].message_origins(team_id, message_ids) if _backends and message_ids else {}

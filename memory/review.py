@@ -58,8 +58,14 @@ def review_panel(person: Person, *, yours: bool, problem: tuple[int, str] | None
     """The person's review toggle and what waits for them, oldest first; `problem` is why keeping
     or declining one of them (its id) was refused just now."""
     panel = ReviewPanel(person=person, yours=yours)
-    pending = Proposal.objects.filter(team_id=person.team_id, person=person).pending().select_related("agent")
-    for proposal in pending.order_by("created_at", "id"):
+    pending = list(
+        Proposal.objects.filter(team_id=person.team_id, person=person)
+        .pending()
+        .select_related("agent")
+        .order_by("created_at", "id")
+    )
+    origins = proposal_origins(person.team_id, [pk for proposal in pending for pk in proposal.source_messages])
+    for proposal in pending:
         who = proposal.agent.name if proposal.agent is not None else "An agent"
         panel.waiting.append(
             Waiting(
@@ -68,7 +74,9 @@ def review_panel(person: Person, *, yours: bool, problem: tuple[int, str] | None
                 sentence=_sentence(proposal, who),
                 text=proposal.content,
                 expires_at=proposal.created_at + timedelta(days=settings.PROPOSAL_DAYS),
-                origins=proposal_origins(proposal.team_id, list(proposal.source_messages)),
+                origins=sorted(
+                    (origins[pk] for pk in proposal.source_messages if pk in origins), key=lambda origin: origin.when
+                ),
                 error=problem[1] if problem is not None and problem[0] == proposal.pk else "",
             )
         )

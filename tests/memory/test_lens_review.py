@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
 
 from accounts.models import Person
+from accounts.services import issue_api_key
 from conversations.models import NoteSource
 from conversations.services import start_conversation
 from memory.models import Bank, Note, Proposal, Revision
@@ -114,3 +118,29 @@ def test_another_persons_proposals_and_toggle_are_not_found(lens_client: Client,
     assert lens_client.post(f"/lens/people/{waiting.person_id}/review", {"review": "maybe"}).status_code == 404
     assert Proposal.objects.get(pk=theirs.pk).status == "pending"
     assert Person.objects.get(pk=bob.pk).review_writes is False
+
+
+def test_the_panel_and_the_api_list_read_in_a_fixed_number_of_queries(
+    tenant: Tenant, person: Person, lens_client: Client, waiting: Proposal
+) -> None:
+    admin = APIClient()
+    admin.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_api_key(agent=tenant.agent, can_admin=True).plaintext}")
+
+    def counted() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as lens:
+            assert lens_client.get("/lens/").status_code == 200
+        with CaptureQueriesContext(connection) as api:
+            assert admin.get("/api/v1/proposals", {"person": "ada"}).status_code == 200
+        return len(lens), len(api)
+
+    counted()  # the key is looked up once, then kept (accounts.keycache)
+    before = counted()
+    conversation = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    said = chat(conversation, [("I like figs.", "Noted."), ("And plums.", "Noted.")])
+    for n, message in enumerate(said[::2]):
+        propose(
+            team=tenant.team, person=person, agent=tenant.agent, actor=Actor.for_agent(tenant.agent),
+            operation="remember", key=f"fruit-{n}", description="Fruit", content="Figs and plums.",
+            source_messages=[message.pk],
+        )  # fmt: skip
+    assert counted() == before
