@@ -19,6 +19,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Agent, Person
+from config import metrics
 from webhooks import sending
 from webhooks.models import Delivery, EventType, Subscription
 from webhooks.safety import check_url
@@ -239,6 +240,7 @@ def deliver(*, delivery_id: int) -> Attempt | None:
     # The one place a delivery's outcome is decided (delivered, failed, retrying, refused): a metric
     # counting deliveries by outcome (mnemo_webhook_deliveries_total) is counted here, once an attempt.
     attempt = _decide(delivery, answer, now)
+    metrics.count_webhook_delivery(attempt.outcome)
     _record(delivery, answer, attempt, now)
     if attempt.outcome != Outcome.RETRYING:
         _send_next(delivery)

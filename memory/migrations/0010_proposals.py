@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0004_person_review_writes'),
+        ('accounts', '0005_person_review_writes'),
         ('memory', '0009_ordering_by_team_id'),
     ]
 

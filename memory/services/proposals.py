@@ -47,6 +47,8 @@ from memory.validation import (
     check_semantics,
     validate_scope,
 )
+from webhooks.models import EventType
+from webhooks.services import emit_event
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +81,7 @@ def note_for_key(*, team: Team, person: Person, key: str) -> Note:
 
 
 def proposal_created(proposal_id: int) -> None:
-    """Runs once a new proposal has committed: the one place a `proposal.created` event is to be sent
-    from (the webhooks will hook in here). Until then it only logs."""
+    """Runs once a new proposal has committed (its `proposal.created` webhook event is emitted with it)."""
     logger.info("proposal %s waits for review", proposal_id)
 
 
@@ -194,6 +195,22 @@ def propose(
             after={"proposal": proposal.pk, "operation": operation},
             reason=f"proposal {proposal.pk}: waits for the person's review", request_id=actor.request_id,
         )  # fmt: skip
+        # What was proposed, not its words: they wait for the person, and a rejection blanks them.
+        emit_event(
+            team_id=team.pk,
+            event_type=EventType.PROPOSAL_CREATED,
+            data={
+                "proposal": proposal.pk,
+                "operation": operation,
+                "bank": bank_ref,
+                "note": proposal.note_id,
+                "actor": actor.kind,
+                "agent": agent.slug if agent is not None else None,
+                "expires_at": (proposal.created_at + timedelta(days=settings.PROPOSAL_DAYS)).isoformat(),
+            },
+            subject=f"proposal:{proposal.pk}",
+            person_id=person.pk,
+        )
         transaction.on_commit(partial(proposal_created, proposal.pk))
     return proposal
 

@@ -350,3 +350,27 @@ def test_a_write_nobody_subscribed_to_costs_one_query_after_commit(
     with django_assert_num_queries(1):  # the team's subscriptions to note.created: none
         emitted[0]()
     assert not Delivery.objects.exists()
+
+
+def test_a_proposed_write_emits_proposal_created_without_its_words(
+    tenant, person, actor, receiver, queued, django_capture_on_commit_callbacks
+):
+    subscribe(tenant, receiver, events=["proposal.created", "note.created"])
+    memory.set_review_writes(person=person, review=True)
+    person.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = tenant.client.post(
+            "/api/v1/tools/remember", {"person": "ada", **note_fields(content="Ada lives in Tromsø.")}, format="json"
+        )
+    assert answer.status_code == 202, answer.json()  # proposed, not written: no note.created
+    [delivery] = Delivery.objects.all()
+    assert delivery.type == "proposal.created"
+    assert delivery.data["person"] == "ada"
+    assert (delivery.data["operation"], delivery.data["bank"], delivery.data["agent"]) == (
+        "remember", "user:ada", tenant.agent.slug,
+    )  # fmt: skip
+    assert "Tromsø" not in str(delivery.data)
+    assert services.deliver(delivery_id=delivery.pk) == services.Attempt(Outcome.DELIVERED)
+    [got] = receiver.at("/hook")
+    assert got.signed_with(SECRET)
+    assert got.event["data"]["proposal"] == delivery.data["proposal"]

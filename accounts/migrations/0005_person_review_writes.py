@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0003_ordering_by_team_id'),
+        ('accounts', '0004_agent_usage'),
     ]
 
     operations = [
