@@ -5,7 +5,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -135,10 +136,18 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
         for field in ("id", "team_id", "prefix", "secret_hash", "created_at"):
             setattr(obj, field, getattr(issued.api_key, field))
         obj._state.adding = False
-        messages.warning(
-            request,
-            f"The new key is {issued.plaintext} — copy it now: only its hash is stored and it is never shown again.",
-        )
+        # Shown by response_add on the page this request answers, and kept nowhere else: a message
+        # would carry it to the next page in a cookie (or the session table).
+        request._mnemo_new_key = issued.plaintext  # type: ignore[attr-defined]
+
+    def response_add(self, request: HttpRequest, obj: ApiKey, post_url_continue: str | None = None) -> HttpResponse:
+        plaintext = getattr(request, "_mnemo_new_key", None)
+        if plaintext is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {**self.admin_site.each_context(request), "api_key": obj, "plaintext": plaintext, "title": "New key"}
+        response = TemplateResponse(request, "admin/accounts/apikey/issued.html", context)
+        response["Cache-Control"] = "no-store"  # not kept by the browser's cache either
+        return response
 
     @admin.action(description="Revoke the selected keys")
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
