@@ -572,6 +572,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The team's webhook subscriptions, oldest first (never their secrets). An admin-capable key only. */
+        get: operations["webhooks_list"];
+        put?: never;
+        /** @description Subscribes a URL to events about the team's people. Each event is POSTed as JSON `{id, type, created_at, data}`, signed `X-Mnemo-Signature: sha256=<HMAC-SHA256 of the body with the secret>`. The secret is in this answer only. A URL whose host resolves to a private, loopback or link-local address is refused (400, field `url`). An admin-capable key only. */
+        post: operations["webhooks_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Unsubscribes: nothing more is sent, and its delivery log goes. An admin-capable key only. */
+        delete: operations["webhooks_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A subscription's delivery log, newest first: each event's status (pending, delivered, failed), attempts, the last answer's status code and error, and when it is tried next. An admin-capable key only. */
+        get: operations["webhooks_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -721,6 +773,36 @@ export interface components {
             /** @description An agent of the team (slug); default: every agent of the team. */
             agent?: string;
         };
+        DeliveryOutput: {
+            /** @description Sent as X-Mnemo-Delivery. */
+            id: number;
+            /**
+             * Format: uuid
+             * @description The event's id (the body's `id`).
+             */
+            event: string;
+            type: string;
+            subject: string;
+            status: components["schemas"]["DeliveryOutputStatusEnum"];
+            attempts: number;
+            last_status_code: number | null;
+            last_error: string;
+            /** Format: date-time */
+            last_attempt_at: string | null;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `delivered` - Delivered
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        DeliveryOutputStatusEnum: "pending" | "delivered" | "failed";
         /** EditNoteArgs */
         EditNoteArgsRequest: {
             /**
@@ -770,6 +852,16 @@ export interface components {
              */
             content: string;
         };
+        /**
+         * @description * `note.created` - note.created
+         *     * `note.updated` - note.updated
+         *     * `note.deleted` - note.deleted
+         *     * `note.erased` - note.erased
+         *     * `person.erased` - person.erased
+         *     * `proposal.created` - proposal.created
+         * @enum {string}
+         */
+        EventsEnum: "note.created" | "note.updated" | "note.deleted" | "note.erased" | "person.erased" | "proposal.created";
         /** Evicted */
         Evicted: {
             /** Id */
@@ -813,7 +905,7 @@ export interface components {
             readonly url: string;
             /** Format: date-time */
             created_at: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["ImportJobOutputStatusEnum"];
             lines: number;
             conversations_created: number;
             conversations_matched: number;
@@ -824,6 +916,13 @@ export interface components {
             messages_deleted: number;
             embedder: string;
         };
+        /**
+         * @description * `embedding` - embedding
+         *     * `done` - done
+         *     * `not_embedding` - not_embedding
+         * @enum {string}
+         */
+        ImportJobOutputStatusEnum: "embedding" | "done" | "not_embedding";
         ImportRefusal: {
             bank: string;
             key: string;
@@ -1107,6 +1206,37 @@ export interface components {
         MutesCreated: {
             mutes: components["schemas"]["MuteOutput"][];
         };
+        /**
+         * @description A note as it stood at a past moment (GET /api/v1/notes?as_of=, context as_of): what the
+         *     revision log keeps of it, without source or repetitions; created_at is its first logged write,
+         *     updated_at its last rewrite by then.
+         */
+        NoteAsOfOutput: {
+            readonly id: number;
+            bank: string;
+            person?: string | null;
+            key: string;
+            description: string;
+            content: string;
+            kind?: components["schemas"]["NoteKindEnum"];
+            category?: string;
+            scope_refs?: unknown;
+            semantics?: unknown;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Moves only when the note is rewritten, never on read.
+             */
+            updated_at: string;
+            /** Format: date-time */
+            expires_at?: string | null;
+            /**
+             * Format: date-time
+             * @description The moment asked about: the note as it stood then.
+             */
+            readonly as_of: string;
+        };
         NoteDeleted: {
             id: number;
             bank: string;
@@ -1128,6 +1258,17 @@ export interface components {
             /** @description Conversation summaries cleared, to be rebuilt. */
             summaries: number;
         };
+        /**
+         * @description * `identity` - Identity
+         *     * `preference` - Preference
+         *     * `fact` - Fact
+         *     * `ephemeral` - Ephemeral
+         *     * `page` - Page
+         *     * `daily` - Daily
+         * @enum {string}
+         */
+        NoteKindEnum: "identity" | "preference" | "fact" | "ephemeral" | "page" | "daily";
+        NoteOrNoteAsOf: components["schemas"]["NoteOutput"] | components["schemas"]["NoteAsOfOutput"];
         NoteOutput: {
             readonly id: number;
             bank: string;
@@ -1135,7 +1276,7 @@ export interface components {
             key: string;
             description: string;
             content: string;
-            kind?: components["schemas"]["NoteOutputKindEnum"];
+            kind?: components["schemas"]["NoteKindEnum"];
             category?: string;
             scope_refs?: unknown;
             semantics?: unknown;
@@ -1151,16 +1292,6 @@ export interface components {
             /** Format: date-time */
             expires_at?: string | null;
         };
-        /**
-         * @description * `identity` - Identity
-         *     * `preference` - Preference
-         *     * `fact` - Fact
-         *     * `ephemeral` - Ephemeral
-         *     * `page` - Page
-         *     * `daily` - Daily
-         * @enum {string}
-         */
-        NoteOutputKindEnum: "identity" | "preference" | "fact" | "ephemeral" | "page" | "daily";
         /** Omitted */
         Omitted: {
             /** Id */
@@ -1202,6 +1333,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["ConversationOutput"][];
         };
+        PaginatedDeliveryOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["DeliveryOutput"][];
+        };
         PaginatedMessageOutputList: {
             /** @example 123 */
             count: number;
@@ -1232,7 +1378,7 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["MuteOutput"][];
         };
-        PaginatedNoteOutputList: {
+        PaginatedNoteOrNoteAsOfList: {
             /** @example 123 */
             count: number;
             /**
@@ -1245,7 +1391,7 @@ export interface components {
              * @example http://api.example.org/accounts/?offset=200&limit=100
              */
             previous?: string | null;
-            results: components["schemas"]["NoteOutput"][];
+            results: components["schemas"]["NoteOrNoteAsOf"][];
         };
         PaginatedReadOutputList: {
             /** @example 123 */
@@ -1276,6 +1422,21 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["RevisionOutput"][];
+        };
+        PaginatedSubscriptionOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["SubscriptionOutput"][];
         };
         PatchedPatchInputRequest: {
             policy?: components["schemas"]["PolicyEnum"];
@@ -1392,6 +1553,12 @@ export interface components {
              * @default 1000
              */
             max_per_source: number;
+            /**
+             * As Of
+             * @description Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.
+             * @default null
+             */
+            as_of: string | null;
         };
         /** RecallItem */
         RecallItem: {
@@ -1433,6 +1600,12 @@ export interface components {
              * @default 5
              */
             limit: number;
+            /**
+             * As Of
+             * @description Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.
+             * @default null
+             */
+            as_of: string | null;
         };
         /** RecallMemoriesHit */
         RecallMemoriesHit: {
@@ -1759,6 +1932,12 @@ export interface components {
              * @default 10
              */
             limit: number;
+            /**
+             * As Of
+             * @description Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.
+             * @default null
+             */
+            as_of: string | null;
         };
         /** SearchConversationArgs */
         SearchConversationArgsRequest: {
@@ -1839,13 +2018,26 @@ export interface components {
          * @enum {string}
          */
         SourceEnum: "import" | "remember" | "curator" | "consolidation" | "owner";
-        /**
-         * @description * `embedding` - embedding
-         *     * `done` - done
-         *     * `not_embedding` - not_embedding
-         * @enum {string}
-         */
-        StatusEnum: "embedding" | "done" | "not_embedding";
+        SubscriptionCreated: {
+            id: number;
+            url: string;
+            events: string[];
+            /** @description The agent whose key subscribed. */
+            agent: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The signing secret, shown this once: keep it. */
+            secret: string;
+        };
+        SubscriptionOutput: {
+            id: number;
+            url: string;
+            events: string[];
+            /** @description The agent whose key subscribed. */
+            agent: string;
+            /** Format: date-time */
+            created_at: string;
+        };
         ToolList: {
             tools: {
                 [key: string]: unknown;
@@ -1880,6 +2072,13 @@ export interface components {
         };
         TurnReplyInputRequest: {
             content: string;
+        };
+        WebhookCreateInputRequest: {
+            /** @description http:// or https://, on a public address. */
+            url: string;
+            events: components["schemas"]["EventsEnum"][];
+            /** @description The signing secret; without one, Mnemo makes one and answers it this once. */
+            secret?: string;
         };
         WhoAmIOutput: {
             team: string;
@@ -3302,6 +3501,8 @@ export interface operations {
     notes_list: {
         parameters: {
             query?: {
+                /** @description The notes as they stood at this past moment, rebuilt from the revision log: ISO 8601 with a timezone (e.g. 2026-11-30T18:00:00Z) or a date (e.g. 2026-11-30). A date means the end of that day (UTC); a time without a timezone is read as UTC; a moment in the future is refused. Notes created later are absent, notes deleted since are present with what they said then, erased notes never appear. Each note has no source or repetitions then (the log keeps neither): see NoteAsOf. */
+                as_of?: string;
                 /** @description A bank id, e.g. user:ada:project:apollo. */
                 bank?: string;
                 category?: string;
@@ -3323,7 +3524,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedNoteOutputList"];
+                    "application/json": components["schemas"]["PaginatedNoteOrNoteAsOfList"];
                 };
             };
             /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
@@ -4971,6 +5172,306 @@ export interface operations {
             };
             /** @description `too_long` (a cap; the message names the field and its limit), `unknown_ontology_id` (Use an exact ontology id.) or `no_match` (the text to find does not occur in the note). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    webhooks_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSubscriptionOutputList"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    webhooks_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionCreated"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `unsupported_media_type`: send the body as application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    webhooks_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    webhooks_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                webhook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedDeliveryOutputList"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

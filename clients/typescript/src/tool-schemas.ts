@@ -299,6 +299,20 @@ export const TOOL_SCHEMAS = [
           "minimum": 1,
           "title": "Limit",
           "type": "integer"
+        },
+        "as_of": {
+          "anyOf": [
+            {
+              "description": "A past moment: ISO 8601 with a timezone (e.g. 2026-11-30T18:00:00Z) or a date (e.g. 2026-11-30).",
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ],
+          "default": null,
+          "description": "Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.",
+          "title": "As Of"
         }
       },
       "required": [
@@ -911,6 +925,20 @@ export const TOOL_SCHEMAS = [
           "minimum": 1,
           "title": "Limit",
           "type": "integer"
+        },
+        "as_of": {
+          "anyOf": [
+            {
+              "description": "A past moment: ISO 8601 with a timezone (e.g. 2026-11-30T18:00:00Z) or a date (e.g. 2026-11-30).",
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ],
+          "default": null,
+          "description": "Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.",
+          "title": "As Of"
         }
       },
       "required": [
@@ -1014,6 +1042,20 @@ export const TOOL_SCHEMAS = [
           "minimum": 50,
           "title": "Max Per Source",
           "type": "integer"
+        },
+        "as_of": {
+          "anyOf": [
+            {
+              "description": "A past moment: ISO 8601 with a timezone (e.g. 2026-11-30T18:00:00Z) or a date (e.g. 2026-11-30).",
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ],
+          "default": null,
+          "description": "Answer with the notes as they stood at this past moment (ISO 8601 with a timezone, or a date: the end of that day, UTC), rebuilt from the revision log; erased notes never appear. Omit it for the present.",
+          "title": "As Of"
         }
       },
       "required": [
