@@ -41,6 +41,10 @@ import type {
   ToolName,
   ToolSignatures,
   TurnComposition,
+  Webhook,
+  WebhookCreated,
+  WebhookDelivery,
+  WebhookEventType,
   WriteResult,
 } from "./types.js";
 
@@ -527,5 +531,40 @@ export class Mnemo {
   /** Remove a mute: the agent is shown the category's notes again. */
   async unmute(mute: number): Promise<void> {
     await this.request({ method: "DELETE", path: `/api/v1/mutes/${segment(mute)}` });
+  }
+
+  // --- webhooks (admin-capable key) -----------------------------------------------------------
+
+  /** The team's webhook subscriptions, oldest first (never their secrets). */
+  listWebhooks(options: { limit?: number; offset?: number } = {}): Promise<Page<Webhook>> {
+    return this.request({ method: "GET", path: "/api/v1/webhooks", params: options });
+  }
+
+  iterWebhooks(options: { pageSize?: number } = {}): Paginator<Webhook> {
+    return this.paginate("/api/v1/webhooks", {}, options.pageSize ?? DEFAULT_PAGE_SIZE);
+  }
+
+  /**
+   * POST events of these types (note.created, note.updated, note.deleted, note.erased,
+   * person.erased, proposal.created) about the team's people to `url`. The answer's `secret` signs
+   * every delivery and is shown this once (without one given, Mnemo makes one); check deliveries
+   * with verifySignature. A URL on a private address is refused (Invalid, field `url`).
+   */
+  subscribeWebhook(subscription: { url: string; events: WebhookEventType[]; secret?: string }): Promise<WebhookCreated> {
+    return this.request({ method: "POST", path: "/api/v1/webhooks", body: given(subscription) });
+  }
+
+  /** Unsubscribe: nothing more is sent, and the delivery log goes. */
+  async deleteWebhook(webhook: number): Promise<void> {
+    await this.request({ method: "DELETE", path: `/api/v1/webhooks/${segment(webhook)}` });
+  }
+
+  /** A subscription's delivery log, newest first: status, attempts, last answer, next try. */
+  webhookDeliveries(webhook: number, options: { limit?: number; offset?: number } = {}): Promise<Page<WebhookDelivery>> {
+    return this.request({ method: "GET", path: `/api/v1/webhooks/${segment(webhook)}/deliveries`, params: options });
+  }
+
+  iterWebhookDeliveries(webhook: number, options: { pageSize?: number } = {}): Paginator<WebhookDelivery> {
+    return this.paginate(`/api/v1/webhooks/${segment(webhook)}/deliveries`, {}, options.pageSize ?? DEFAULT_PAGE_SIZE);
   }
 }

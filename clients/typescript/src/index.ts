@@ -11,5 +11,6 @@ export {
 } from "./client.js";
 export * from "./errors.js";
 export * from "./types.js";
+export { verifySignature } from "./webhooks.js";
 export type { components, operations, paths } from "./schema.js";
 export { TOOL_SCHEMAS } from "./tool-schemas.js";

@@ -87,7 +87,22 @@ export type ImportReport = Schemas["ImportReport"];
 export type Read = Schemas["ReadOutput"];
 export type Mute = Schemas["MuteOutput"];
 export type MutesCreated = Schemas["MutesCreated"];
+export type WebhookEventType = Schemas["EventsEnum"];
+/** A webhook subscription: events of these types about the team's people are POSTed to url. */
+export type Webhook = Schemas["SubscriptionOutput"];
+/** A new subscription, with the signing secret: shown this once (verifySignature needs it). */
+export type WebhookCreated = Schemas["SubscriptionCreated"];
+/** One event for one subscription, and what became of sending it. */
+export type WebhookDelivery = Schemas["DeliveryOutput"];
 export type ToolFormat = "mnemo" | "openai" | "anthropic";
+
+/** The JSON body a webhook receiver gets (check X-Mnemo-Signature with verifySignature before parsing it). */
+export interface WebhookEvent {
+  id: string;
+  type: WebhookEventType;
+  created_at: string;
+  data: Record<string, unknown>;
+}
 
 /** One page of a list: `{count, next, previous, results}`. */
 export interface Page<T> {
