@@ -74,7 +74,9 @@ describe("verifySignature", () => {
     const bytes = new TextEncoder().encode(body);
     assert.equal(await verifySignature(bytes, header, "s3cret"), true);
     assert.equal(await verifySignature(bytes.buffer, header, "s3cret"), true);
-    // A view into a larger buffer (Node's Buffer pool): only the view's bytes are signed.
+    // What express.raw() hands over: a small Buffer, a view into Node's shared pool.
+    assert.equal(await verifySignature(Buffer.from(body), header, "s3cret"), true);
+    // A view into a larger buffer: only the view's bytes are signed.
     const padded = new Uint8Array(bytes.length + 8);
     padded.set(bytes, 4);
     assert.equal(await verifySignature(padded.subarray(4, 4 + bytes.length), header, "s3cret"), true);
