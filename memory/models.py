@@ -441,6 +441,9 @@ class Read(models.Model):
         default=False, help_text="The query was blanked: it returned a note or message that was erased since."
     )
     turn_id = models.BigIntegerField(null=True, blank=True, help_text="The composed turn's id; it may no longer exist.")
+    as_of = models.DateTimeField(
+        null=True, blank=True, help_text="The past moment the read asked about (as_of); null for the present."
+    )
     notes = ArrayField(models.BigIntegerField(), default=list, blank=True, help_text="Note ids returned, best first.")
     messages = ArrayField(
         models.BigIntegerField(), default=list, blank=True, help_text="Message ids returned, best first."

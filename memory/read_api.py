@@ -40,6 +40,9 @@ class ReadOutput(serializers.Serializer[Read]):
     query = serializers.CharField(help_text="The query as sent; empty for a turn, and once blanked by an erasure.")
     query_erased = serializers.BooleanField(help_text="The query was blanked: it returned something erased since.")
     turn = serializers.IntegerField(allow_null=True, help_text="The turn's id, for a turn.")
+    as_of = serializers.DateTimeField(
+        allow_null=True, help_text="The past moment a read asked about (its as_of argument); null for the present."
+    )
     notes = RankedNoteOutput(many=True, help_text="Notes returned (a turn: whose content it was given), by rank.")
     messages = RankedMessageOutput(many=True, help_text="Messages returned (a turn: its passages), by rank.")
     note_count = serializers.IntegerField()

@@ -85,6 +85,7 @@ def read_out(read: Read) -> dict[str, Any]:
         "query": read.query,
         "query_erased": read.query_erased,
         "turn": read.turn_id,
+        "as_of": read.as_of.isoformat() if read.as_of is not None else None,
         "notes": ranked_notes(read),
         "messages": ranked_messages(read),
         "note_count": read.note_count,

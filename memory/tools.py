@@ -382,7 +382,7 @@ def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) 
             context=args.turn_context(),
         )
     ctx.record_read(
-        person=person, tool=tool, started=started, query=args.query,
+        person=person, tool=tool, started=started, query=args.query, as_of=args.as_of,
         notes=[h.note.pk for h in ranked.hits], degraded=ranked.degraded,
     )  # fmt: skip
     return ranked
@@ -529,7 +529,7 @@ def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
             context=args.turn_context(),
         )
     ctx.record_read(
-        person=person, tool="recall", started=started, query=args.query,
+        person=person, tool="recall", started=started, query=args.query, as_of=args.as_of,
         notes=[i.note.pk for i in bundle.items], degraded=bundle.degraded,
     )  # fmt: skip
     return RecallOut(

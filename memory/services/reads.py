@@ -71,6 +71,7 @@ def record_read(
     conversations: ConversationIds = (),
     degraded: Iterable[str] = (),
     turn_id: int | None = None,
+    as_of: datetime | None = None,
     request_id: str = "",
 ) -> None:
     """Record one read about `person`: ids in rank order, never content. `started` is the
@@ -83,6 +84,7 @@ def record_read(
         tool=tool,
         query=query,
         turn_id=turn_id,
+        as_of=as_of,
         notes=note_ids,
         messages=message_ids,
         note_count=len(note_ids),

@@ -3,7 +3,7 @@ recall answer with the notes as they stood then, rebuilt from the revision log; 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -152,6 +152,15 @@ def test_as_of_reads_are_in_the_read_audit(admin_tenant, history):
         assert read.query == QUERY
         assert read.agent_id == admin_tenant.agent.pk
         assert read.person_id == person.pk
+        assert read.as_of == datetime.fromisoformat(
+            at["first"]
+        )  # the audit says the read asked about the past, and when
+    # The reads API says it too; a present-time read says null.
+    assert call(admin_tenant, "search", query=QUERY).status_code == 200
+    flush_reads()
+    listed = admin_tenant.client.get("/api/v1/reads", {"person": "ada"}).json()["results"]
+    assert (listed[0]["tool"], listed[0]["as_of"]) == ("search", None)
+    assert {datetime.fromisoformat(r["as_of"]) for r in listed[1:]} == {datetime.fromisoformat(at["first"])}
 
 
 def test_a_muted_category_stays_withheld_in_as_of_answers(admin_tenant, history):

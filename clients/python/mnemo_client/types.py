@@ -415,6 +415,7 @@ class Read(TypedDict):
     query: str  # empty for a turn, and once blanked by an erasure
     query_erased: bool
     turn: int | None
+    as_of: str | None  # the past moment an as_of read asked about; None for the present
     notes: list[RankedNote]
     messages: list[RankedMessage]
     note_count: int
