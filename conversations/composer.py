@@ -27,6 +27,7 @@ from config.prepared import run_together
 from conversations import budget
 from conversations.exceptions import MemoryUnavailable
 from conversations.models import Conversation, Message
+from conversations.mutes import MutedMessages, muted_messages_statement
 from conversations.queries import PendingSearch, RankedMessages, meaning_text, start_search, worth_searching
 from conversations.windows import ELLIPSIS, MIN_WINDOW_CHARS, Window, best_window
 from memory import vectors
@@ -208,6 +209,7 @@ class _Composer:
         self._search: PendingSearch | None = None  # the passages' search, begun (search)
         self._ranked: RankedMessages | None = None  # and ranked (finish_search), when there is one
         self._banks: list[Bank] | None = None  # the notes' banks, when read with the history
+        self._muted = MutedMessages()  # what mutes withhold of the conversations, read with the history
         self._clock = time.perf_counter()
 
     def _lap(self, part: str) -> None:
@@ -239,7 +241,7 @@ class _Composer:
 
     def summary(self, room: int) -> Block | None:
         text = self.conversation.summary.strip()
-        if self.profile != "full" or not text or room <= 0:
+        if self.profile != "full" or not text or room <= 0 or self._muted.withholds_summary(self.conversation):
             return None
         flags = ["stale"] if self.conversation.summary_stale else []
         body = json_line({"summary": text})
@@ -400,8 +402,9 @@ class _Composer:
 
     def _history(self) -> list[_Item]:
         """The newest HISTORY_FETCH messages up to the current one, oldest first, as the window sees
-        them, without the runs of one role that could never be shown (see _HISTORY). The notes'
-        banks are read in the same round trip (_banks_read)."""
+        them, without the runs of one role that could never be shown (see _HISTORY) and without
+        the messages a mute withholds (but the current one). The notes' banks and the muted
+        messages are read in the same round trip (_banks_read, conversations.mutes)."""
         params: dict[str, Any] = {
             "team": self.team.pk,
             "conversation": self.conversation.pk,
@@ -421,13 +424,17 @@ class _Composer:
             (_HISTORY.format(message=Message._meta.db_table), params),
             ("SET LOCAL enable_sort TO DEFAULT", None),
         ]
+        statements.append(muted_messages_statement(agent=self.agent, person=self.person))
         banks = self._banks_read()
         if banks is not None:
             statements.append((banks.sql, banks.params))
         found = run_together(statements)
+        self._muted = MutedMessages.from_rows(found[3])
         rows = found[1] or []
+        if self._muted.ids:
+            rows = [row for row in rows if row[0] not in self._muted.ids or row[0] == self.message.pk]
         if banks is not None:
-            self._banks = banks.banks(found[3] or [])
+            self._banks = banks.banks(found[4] or [])
         return _merge_roles(rows)
 
     def _banks_read(self) -> BanksRead | None:
@@ -509,7 +516,7 @@ class _Composer:
         visible_ids = {pk for item in exchange for pk in item.ids}
         # Passages are chosen before the window (they rank higher), but a passage already in the
         # final window is dropped: settle the two together.
-        hidden = set(visible_ids)
+        hidden = visible_ids | self._muted.ids
         passages_used: list[int] = []
         window: list[_Item] = []
         window_block = None

@@ -21,6 +21,7 @@ from accounts.models import Agent, Person, Team
 from conversations import services
 from conversations.exceptions import InvalidMessage, MessageTooLong, OtherAgentsConversation
 from conversations.models import Conversation, Message, Turn
+from conversations.mutes import MutedMessages, muted_messages
 from memory.exceptions import InvalidNote
 from memory.person_data import PersonSection
 
@@ -61,8 +62,10 @@ def export_conversations(team: Team, person: Person, agent: Agent | None) -> lis
         )
         .order_by("started_at", "id")
     )
+    muted = MutedMessages()
     if agent is not None:
         conversations = conversations.filter(agent=agent)
+        muted = muted_messages(agent=agent, person=person)  # an agent's export holds what it may read
     return [
         {
             "agent": conversation.agent.slug,
@@ -70,8 +73,10 @@ def export_conversations(team: Team, person: Person, agent: Agent | None) -> lis
             "external_id": conversation.external_id or f"mnemo-{conversation.pk}",
             "started_at": _iso(conversation.started_at),
             "ended_at": _iso(conversation.ended_at),
-            "summary": conversation.summary,
-            "messages": [_message_out(message) for message in conversation.messages.all()],
+            "summary": "" if muted.withholds_summary(conversation) else conversation.summary,
+            "messages": [
+                _message_out(message) for message in conversation.messages.all() if message.pk not in muted.ids
+            ],
             "turns": [_turn_out(turn) for turn in conversation.turns.all()],
         }
         for conversation in conversations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -582,20 +582,34 @@ def worth_searching(message: str) -> bool:
 
 
 def recent_messages(
-    *, agent: Agent, person: Person, conversation: Conversation | None = None, limit: int = 20
+    *,
+    agent: Agent,
+    person: Person,
+    conversation: Conversation | None = None,
+    limit: int = 20,
+    exclude_ids: Iterable[int] = (),
 ) -> list[Message]:
-    """The latest messages, oldest first, of one conversation or of all this agent's with this person."""
+    """The latest messages, oldest first, of one conversation or of all this agent's with this
+    person, but those in `exclude_ids` (what a mute withholds: conversations.mutes)."""
     messages = messages_between(agent, person).filter(erased_at__isnull=True)
+    if exclude_ids:
+        messages = messages.exclude(pk__in=list(exclude_ids))
     if conversation is not None:
         messages = messages.filter(conversation=conversation)
     latest = list(messages.select_related("conversation").order_by("-created_at", "-order", "-pk")[:limit])
     return list(reversed(latest))
 
 
-def messages_around(*, agent: Agent, person: Person, message_id: int, each_side: int) -> list[Message] | None:
+def messages_around(
+    *, agent: Agent, person: Person, message_id: int, each_side: int, exclude_ids: Iterable[int] = ()
+) -> list[Message] | None:
     """A message of this agent's with this person and its neighbours in its conversation, up to
-    `each_side` before and after it by order, oldest first; erased ones say nothing and are left out.
-    None when the message is not theirs (or is erased)."""
+    `each_side` before and after it by order, oldest first; erased ones say nothing and are left out,
+    and so are those in `exclude_ids` (what a mute withholds). None when the message is not theirs
+    (or is erased, or withheld)."""
+    withheld = list(exclude_ids)
+    if message_id in withheld:
+        return None
     centre = (
         messages_between(agent, person)
         .filter(pk=message_id, erased_at__isnull=True)
@@ -612,6 +626,7 @@ def messages_around(*, agent: Agent, person: Person, message_id: int, each_side:
             order__lte=centre["order"] + each_side,
         )
         .not_erased()
+        .exclude(pk__in=withheld)
         .order_by("order")
     )
 

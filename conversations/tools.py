@@ -1,6 +1,7 @@
 """The two read-only conversation tools, registered beside the memory tools.
 
-Both reach only the conversations of the agent whose key calls with the person named.
+Both reach only the conversations of the agent whose key calls with the person named, without the
+messages a mute withholds from that agent (conversations.mutes).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from accounts.services import get_or_create_person
 from config.text import INT64_MAX, Text
 from conversations.exceptions import ConversationNotFound, MessageNotFound
 from conversations.models import Conversation, Message
+from conversations.mutes import muted_messages
 from conversations.queries import MessageHit, messages_around, recent_messages, search_messages
 from conversations.windows import best_window
 from memory.tools import Tool, ToolArgs, ToolContext, register
@@ -91,7 +93,10 @@ def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str,
             raise ConversationNotFound(
                 f"No conversation {args.conversation} between this agent and person.", field="conversation"
             )
-    messages = recent_messages(agent=ctx.agent, person=person, conversation=conversation, limit=args.limit)
+    muted = muted_messages(agent=ctx.agent, person=person)
+    messages = recent_messages(
+        agent=ctx.agent, person=person, conversation=conversation, limit=args.limit, exclude_ids=muted.ids
+    )
     ctx.record_read(
         person=person, tool="recent_messages", started=started,
         messages=[m.pk for m in messages], conversations=[m.conversation_id for m in messages],
@@ -126,12 +131,17 @@ def _message_out(message: Message) -> MessageOut:
 def run_search_conversation(ctx: ToolContext, args: SearchConversationArgs) -> dict[str, Any]:
     started = perf_counter()
     person = get_or_create_person(team=ctx.team, external_id=args.person)
+    muted = muted_messages(agent=ctx.agent, person=person)
     hits: list[MessageHit] = []
     if args.query is not None:
-        hits = search_messages(agent=ctx.agent, person=person, query=args.query, limit=args.limit)
+        hits = search_messages(
+            agent=ctx.agent, person=person, query=args.query, limit=args.limit, exclude_ids=set(muted.ids)
+        )
     around: list[Message] | None = None
     if args.around is not None:
-        around = messages_around(agent=ctx.agent, person=person, message_id=args.around, each_side=args.limit)
+        around = messages_around(
+            agent=ctx.agent, person=person, message_id=args.around, each_side=args.limit, exclude_ids=muted.ids
+        )
         if around is None:
             raise MessageNotFound(f"No message {args.around} between this agent and person.", field="around")
     read = [h.message for h in hits] + (around or [])

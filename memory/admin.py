@@ -24,7 +24,7 @@ from accounts.admin import AgentAdmin, PersonAdmin
 from accounts.models import Agent, Person
 from accounts.usage import Usage, usage_windows, window_starts
 from memory.exceptions import NoteNotFound
-from memory.models import Bank, CategoryMute, Note, OntologyNode, Revision
+from memory.models import Bank, Mute, Note, OntologyNode, Revision
 from memory.packages import export_person
 from memory.queries import notes_written_by
 from memory.services import (
@@ -34,9 +34,11 @@ from memory.services import (
     erase_note,
     erase_person,
     mute_category,
-    unmute_category,
+    mute_note,
+    remove_mute,
     update_bank_settings,
 )
+from memory.services.mutes import notes_they_may_mute
 
 
 def _admin_actor(request: HttpRequest) -> Actor:
@@ -213,41 +215,54 @@ class OntologyNodeAdmin(admin.ModelAdmin[OntologyNode]):
     list_select_related = ["parent", "team"]
 
 
-class CategoryMuteForm(ModelForm[CategoryMute]):
+class MuteForm(ModelForm[Mute]):
     class Meta:
-        model = CategoryMute
-        fields = ["person", "agent", "category"]  # the team is the person's
+        model = Mute
+        fields = ["person", "agent", "category", "note"]  # the team is the person's
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         person, agent = cleaned.get("person"), cleaned.get("agent")
         if person is not None and agent is not None and person.team_id != agent.team_id:
             raise ValidationError("That agent is not in this person's team: choose one of the person's team.")
+        note = cleaned.get("note")
+        if bool(cleaned.get("category")) == (note is not None):
+            raise ValidationError("Mute either a category or one note: fill in exactly one of the two.")
+        if (
+            note is not None
+            and person is not None
+            and not Note.objects.filter(notes_they_may_mute(person), pk=note.pk).exists()
+        ):
+            raise ValidationError("That note is not about this person: choose one of their notes.")
         return cleaned
 
 
-@admin.register(CategoryMute)
-class CategoryMuteAdmin(admin.ModelAdmin[CategoryMute]):
+@admin.register(Mute)
+class MuteAdmin(admin.ModelAdmin[Mute]):
     """Mutes are added and removed through the services, which tell every turn and recall that
     what the person's banks show changed (a new bank version); a mute is never edited in place."""
 
-    form = CategoryMuteForm
-    list_display = ["person", "agent", "category", "team", "created_at"]
+    form = MuteForm
+    list_display = ["person", "agent", "category", "note", "team", "created_at"]
     list_filter = ["team", "agent"]
     search_fields = ["person__external_id", "category"]
-    list_select_related = ["person", "agent", "team"]
+    list_select_related = ["person", "agent", "team", "note"]
+    raw_id_fields = ["note"]
 
-    def has_change_permission(self, request: HttpRequest, obj: CategoryMute | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Mute | None = None) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: CategoryMute, form: ModelForm[CategoryMute], change: bool) -> None:
-        saved = mute_category(person=obj.person, agent=obj.agent, category=obj.category)
+    def save_model(self, request: HttpRequest, obj: Mute, form: ModelForm[Mute], change: bool) -> None:
+        if obj.note is not None:
+            saved = mute_note(person=obj.person, agent=obj.agent, note=obj.note)
+        else:
+            saved = mute_category(person=obj.person, agent=obj.agent, category=obj.category)
         obj.pk = saved.pk
 
-    def delete_model(self, request: HttpRequest, obj: CategoryMute) -> None:
-        unmute_category(person=obj.person, agent=obj.agent, category=obj.category)
+    def delete_model(self, request: HttpRequest, obj: Mute) -> None:
+        remove_mute(mute=obj)
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[CategoryMute]) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Mute]) -> None:
         for mute in queryset.select_related("person", "agent"):
             self.delete_model(request, mute)
 

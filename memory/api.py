@@ -32,9 +32,10 @@ from config.schema import error_responses
 from config.text import AS_OF_FORMAT, query_as_of, query_id
 from memory import as_of, packages, services
 from memory.exceptions import InvalidArguments
-from memory.models import Bank, CategoryMute, Note, Proposal, Revision
+from memory.models import Bank, Mute, Note, Proposal, Revision
 from memory.package_format import MemoryPackage
 from memory.serializers import BankOutput, MuteOutput, NoteAsOfOutput, NoteOutput, ProposalOutput, RevisionOutput
+from memory.services.mutes import notes_they_may_mute
 from memory.tools import REGISTRY, ProposedOut, Tool, ToolContext
 
 NOT_READ = "(the body could not be read; see the reason)"
@@ -542,17 +543,19 @@ MUTES_NEED_ADMIN = (
 )
 
 
-def _mutes(key: ApiKey) -> QuerySet[CategoryMute]:
-    return CategoryMute.objects.filter(team=key.team).select_related("person", "agent").order_by("created_at", "id")
+def _mutes(key: ApiKey) -> QuerySet[Mute]:
+    return Mute.objects.filter(team=key.team).select_related("person", "agent").order_by("created_at", "id")
 
 
-class MuteListApi(ListAPIView[CategoryMute]):
+class MuteListApi(ListAPIView[Mute]):
     serializer_class = MuteOutput
 
     class CreateInput(serializers.Serializer[None]):
         person = IdentifierField(max_length=200, help_text="The person's id.")
-        category = IdentifierField(max_length=200, required=False)
-        note = IntegerField(min_value=1, required=False, help_text="Not available yet: mute the note's category.")
+        category = IdentifierField(max_length=200, required=False, help_text="A category to mute; or name a note.")
+        note = IntegerField(
+            min_value=1, required=False, help_text="A note about the person to mute (its id), categorised or not."
+        )
         agent = serializers.SlugField(
             max_length=64, required=False, help_text="An agent of the team (slug); default: every agent of the team."
         )
@@ -569,7 +572,7 @@ class MuteListApi(ListAPIView[CategoryMute]):
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
-    def get_queryset(self) -> QuerySet[CategoryMute]:
+    def get_queryset(self) -> QuerySet[Mute]:
         key = admin_key(self.request, MUTES_NEED_ADMIN)
         mutes = _mutes(key)
         person = _person_filter(self.request)
@@ -582,10 +585,11 @@ class MuteListApi(ListAPIView[CategoryMute]):
     @extend_schema(
         operation_id="mutes_create",
         description=(
-            "Mutes a category of what is known about a person for one agent, or for every agent of the team "
-            "when no agent is named: its notes are withheld from that agent's turns, recall and search until "
-            "the mute is removed; nothing is deleted. Answers the mutes, one per agent (one already there is "
-            "kept)."
+            "Mutes a category, or one note, of what is known about a person for one agent, or for every agent "
+            "of the team when no agent is named. Until the mute is removed, that agent is not given the muted "
+            "notes, the messages they were learned from, or a conversation summary built from those messages, "
+            "in its turns, recall, search, search_conversation and recent_messages; nothing is deleted. Name "
+            "exactly one of category and note. Answers the mutes, one per agent (one already there is kept)."
         ),
         request=CreateInput,
         responses={
@@ -598,25 +602,29 @@ class MuteListApi(ListAPIView[CategoryMute]):
         data = self.CreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         fields = data.validated_data
-        if "note" in fields:
-            raise exceptions.ValidationError(
-                {"note": ["Muting a single note is not available yet; mute its category instead."]}
-            )
-        if not fields.get("category"):
-            raise exceptions.ValidationError({"category": ["Name the category to mute."]})
+        if "note" in fields and "category" in fields:
+            raise exceptions.ValidationError({"note": ["Name a category or a note to mute, not both."]})
+        if "note" not in fields and not fields.get("category"):
+            raise exceptions.ValidationError({"category": ["Name the category to mute, or a note (its id)."]})
         person = get_object_or_404(Person.objects.for_team(key.team), external_id=fields["person"])
+        note = None
+        if "note" in fields:
+            note = get_object_or_404(Note.objects.filter(notes_they_may_mute(person)), pk=fields["note"])
         if "agent" in fields:
             agents = [get_object_or_404(Agent.objects.for_team(key.team), slug=fields["agent"])]
         else:
             agents = list(Agent.objects.for_team(key.team).order_by("slug"))
-        mutes = services.mute_for_agents(person=person, agents=agents, category=fields["category"])
+        mutes = services.mute_for_agents(person=person, agents=agents, category=fields.get("category"), note=note)
         return Response({"mutes": [MuteOutput(mute).data for mute in mutes]}, status=201)
 
 
 class MuteDetailApi(APIView):
     @extend_schema(
         operation_id="mutes_destroy",
-        description="Removes a mute: the agent is shown the category's notes again. An admin-capable key only.",
+        description=(
+            "Removes a mute: the agent is given the muted notes, the messages they were learned from and the "
+            "summaries built from them again. An admin-capable key only."
+        ),
         responses={204: None, **error_responses(403, 404)},
     )
     def delete(self, request: Request, mute_id: int) -> Response:

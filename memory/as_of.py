@@ -30,7 +30,7 @@ from accounts.models import Agent, Person, Team
 from memory.banks import applicable_banks_and_mutes
 from memory.kept_banks import Candidate
 from memory.language import note_config
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, Mute, Note, Revision
 from memory.queries import TurnContext, scope_refs_match
 from memory.recall import Bundle, Hit, Ranked, pack_bundle, rank
 from memory.text import links
@@ -113,7 +113,8 @@ def withhold_muted(
     team_id = notes[0].team_id
     if muted is None:
         persons = {note.bank.person_id for note in notes if note.bank.person_id} | ({person.pk} if person else set())
-        mutes = CategoryMute.objects.filter(team_id=team_id, agent=agent, person_id__in=persons)
+        # Category mutes; a mute of one note is in hidden_now (a deleted note takes its mutes with it).
+        mutes = Mute.objects.filter(team_id=team_id, agent=agent, person_id__in=persons, note__isnull=True)
         pairs = set(mutes.values_list("person_id", "category"))
         hidden_category = {
             note.pk
@@ -191,7 +192,7 @@ def visible_as_of(
     banks, muted = applicable_banks_and_mutes(team=team, person=person, scope=scope, agent=agent)
     notes = notes_as_of(moment=moment, banks=banks)
     if agent is not None:
-        notes = withhold_muted(notes, agent=agent, person=person, muted=muted)
+        notes = withhold_muted(notes, agent=agent, person=person, muted=muted.categories)
     by_bank: dict[int, list[Note]] = {}
     for note in sorted(notes, key=lambda note: note.key):
         by_bank.setdefault(note.bank_id, []).append(note)

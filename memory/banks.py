@@ -9,7 +9,7 @@ from typing import Any
 from accounts.models import Agent, Person, Team
 from config.prepared import columns_of, run_together
 from memory.exceptions import InvalidNote
-from memory.models import Bank, CategoryMute
+from memory.models import Bank, Mute
 
 
 def bank_id_for(kind: str, person: Person | None, scope: str) -> str:
@@ -37,17 +37,35 @@ def applicable_banks(*, team: Team, person: Person, scope: str) -> list[Bank]:
     return applicable_banks_and_mutes(team=team, person=person, scope=scope, agent=None)[0]
 
 
+@dataclass(frozen=True)
+class Muted:
+    """What a person muted for an agent: categories, and notes one by one."""
+
+    categories: frozenset[str] = frozenset()
+    notes: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.categories or self.notes)
+
+    def hides(self, *, pk: int, category: str) -> bool:
+        return pk in self.notes or category in self.categories
+
+
 def applicable_banks_and_mutes(
     *, team: Team, person: Person, scope: str, agent: Agent | None
-) -> tuple[list[Bank], frozenset[str]]:
-    """applicable_banks, and the categories the person muted for `agent` (none without one), read
-    in the same round trip: recall needs both every time."""
+) -> tuple[list[Bank], Muted]:
+    """applicable_banks, and what the person muted for `agent` (nothing without one), read in the
+    same round trip: recall needs both every time."""
     read = banks_read(team=team, person=person, scope=scope)
     statements: list[tuple[str, Any]] = [(read.sql, read.params)]
     if agent is not None:  # both in one round trip
         statements.append((_MUTES, {"team": team.pk, "person": person.pk, "agent": agent.pk}))
     rows, *mutes = run_together(statements)
-    muted = frozenset(category for rows_muted in mutes for (category,) in rows_muted or ())
+    found = [row for rows_muted in mutes for row in rows_muted or ()]
+    muted = Muted(
+        categories=frozenset(category for category, note in found if note is None),
+        notes=frozenset(note for _, note in found if note is not None),
+    )
     return read.banks(rows or []), muted
 
 
@@ -84,6 +102,6 @@ def _banks_sql() -> str:
 
 
 _MUTES = (
-    f"SELECT category FROM {CategoryMute._meta.db_table} "
+    f"SELECT category, note_id FROM {Mute._meta.db_table} "
     "WHERE team_id = %(team)s AND person_id = %(person)s AND agent_id = %(agent)s"
 )

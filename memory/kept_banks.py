@@ -311,7 +311,7 @@ def visible(
         for index, row in enumerate(rows):
             if row.key in seen:
                 continue
-            if muted and kept.categories[index] in muted:
+            if muted and muted.hides(pk=row.pk, category=kept.categories[index]):
                 continue
             if row.scope_refs and not scope_refs_match(row.scope_refs, refs):
                 continue

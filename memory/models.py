@@ -131,11 +131,13 @@ class NoteQuerySet(models.QuerySet["Note"]):
     def unmuted_for(self, agent: Agent, *, person: Person | None = None) -> Self:
         """Notes this agent may read: every read made for an agent goes through here.
 
-        A note is hidden when the person its bank is about muted its category for this agent;
-        with `person` (a read on that person's behalf, e.g. a turn), also when that person muted it,
-        which is how a mute reaches the shared banks of their scopes.
+        A note is hidden when the person its bank is about muted it (its category, or the note
+        itself) for this agent; with `person` (a read on that person's behalf, e.g. a turn), also
+        when that person muted it, which is how a mute reaches the shared banks of their scopes.
         """
-        mutes = CategoryMute.objects.filter(team=OuterRef("team"), agent=agent, category=OuterRef("category"))
+        mutes = Mute.objects.filter(team=OuterRef("team"), agent=agent).filter(
+            models.Q(note=OuterRef("pk")) | models.Q(note__isnull=True, category=OuterRef("category"))
+        )
         hidden = Exists(mutes.filter(person=OuterRef("bank__person")))
         if person is None:
             return self.exclude(hidden)
@@ -263,13 +265,15 @@ class Note(models.Model):
 
 class RevisionQuerySet(models.QuerySet["Revision"]):
     def unmuted_for(self, agent: Agent) -> Self:
-        """Revisions this agent may read: none of a note whose category (before or after the
-        change) the revision's person muted for this agent, so the log does not leak what a mute hides."""
-        mutes = CategoryMute.objects.filter(team=OuterRef("team"), person=OuterRef("person"), agent=agent)
+        """Revisions this agent may read: none of a note the revision's person muted for this agent
+        (the note itself, or its category before or after the change), so the log does not leak
+        what a mute hides."""
+        mutes = Mute.objects.filter(team=OuterRef("team"), person=OuterRef("person"), agent=agent)
         return (
             self.alias(category_before=KT("before__category"), category_after=KT("after__category"))
-            .exclude(Exists(mutes.filter(category=OuterRef("category_before"))))
-            .exclude(Exists(mutes.filter(category=OuterRef("category_after"))))
+            .exclude(Exists(mutes.filter(note__isnull=True, category=OuterRef("category_before"))))
+            .exclude(Exists(mutes.filter(note__isnull=True, category=OuterRef("category_after"))))
+            .exclude(Exists(mutes.filter(note_id=OuterRef("note_id"))))
         )
 
 
@@ -361,24 +365,41 @@ class OntologyNode(models.Model):
         return self.node_id
 
 
-class CategoryMute(models.Model):
-    """A person's choice that one agent stops using one category of what it knows about them."""
+class Mute(models.Model):
+    """A person's choice that one agent stops using one category, or one note, of what it knows
+    about them: the notes, the messages they were learned from and the summaries built from those."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
     person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="mutes")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="mutes")
-    category = models.CharField(max_length=64)
+    category = models.CharField(max_length=64, blank=True)
+    # A deleted note takes its mutes with it: there is nothing left to withhold but its sources,
+    # which then are no note's sources.
+    note = models.ForeignKey("Note", on_delete=models.CASCADE, null=True, blank=True, related_name="mutes")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(note__isnull=True) & ~models.Q(category=""))
+                | (models.Q(note__isnull=False) & models.Q(category="")),
+                name="mute_category_xor_note",
+            ),
             models.UniqueConstraint(
-                fields=["team", "person", "agent", "category"], name="mute_unique_per_agent_category"
+                fields=["team", "person", "agent", "category"],
+                condition=models.Q(note__isnull=True),
+                name="mute_unique_per_agent_category",
+            ),
+            models.UniqueConstraint(
+                fields=["team", "person", "agent", "note"],
+                condition=models.Q(note__isnull=False),
+                name="mute_unique_per_agent_note",
             ),
         ]
+        indexes = [models.Index(fields=["team", "agent"], name="mute_team_agent")]
 
     def __str__(self) -> str:
-        return f"{self.person} muted {self.category} for {self.agent}"
+        return f"{self.person} muted {self.category or f'note {self.note_id}'} for {self.agent}"
 
 
 class NoteVector(models.Model):

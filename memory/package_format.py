@@ -184,6 +184,7 @@ class MemoryPackageBank(_Package):
 class MemoryPackageWithheld(BaseModel):
     agent: str
     categories: list[str]
+    notes: list[int] = []
     reason: str
 
 
@@ -193,9 +194,12 @@ class MemoryPackage(MemoryPackageHeader):
     exported_at: _Informational = None
     team: Annotated[str, SkipValidation] = _export_only("Export only: the team's slug.")
     person: Annotated[dict[str, Any], SkipValidation] = _export_only("Export only: the person's id and display name.")
-    mutes: Annotated[list[dict[str, Any]], SkipValidation] = _export_only("Export only: categories muted per agent.")
+    mutes: Annotated[list[dict[str, Any]], SkipValidation] = _export_only(
+        "Export only: categories and notes muted per agent."
+    )
     withheld: Annotated[MemoryPackageWithheld, SkipValidation] = _export_only(
-        "Export only (to an agent): the categories the person muted for it, left out of this export."
+        "Export only (to an agent): the categories and notes the person muted for it, left out of this export "
+        "with the messages they were learned from and the summaries built from those."
     )
     banks: Annotated[list[MemoryPackageBank], BeforeValidator(_banks)]
     revisions: Annotated[list[dict[str, Any]] | None, SkipValidation] = Field(

@@ -46,7 +46,7 @@ from config.text import find_unstorable
 from memory import person_data, services
 from memory.banks import bank_id_for, bank_kind_for
 from memory.exceptions import InvalidNote
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, Mute, Note, Revision
 from memory.package_format import (
     BANK_MEMBERS,
     EXPECTED,
@@ -447,8 +447,9 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
     (memory.person_data: their conversations with messages, summaries and turns).
 
     Made for an agent (with its API key), it holds what that agent may read: the notes and
-    revisions of categories the person muted for it are left out, and `withheld` names those
-    categories so the omission shows; conversations are that agent's own. Without an agent (an
+    revisions the person muted for it (by category or one by one) are left out, and `withheld`
+    names those categories and notes so the omission shows; conversations are that agent's own,
+    without the messages and summaries a mute withholds (conversations.mutes). Without an agent (an
     admin-capable key, a command), nothing is left out.
     """
     if person.team_id != team.pk:
@@ -465,15 +466,20 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
         for bank in _banks_of(team, person, agent)
     ] + _shared_banks_about(team, person, agent)
     revisions = Revision.objects.filter(team=team, person=person).order_by("created_at", "id")
-    mutes = CategoryMute.objects.filter(team=team, person=person).select_related("agent").order_by("created_at", "id")
+    mutes = Mute.objects.filter(team=team, person=person).select_related("agent").order_by("created_at", "id")
     withheld: dict[str, Any] = {}
     if agent is not None:
         revisions = revisions.unmuted_for(agent)
+        theirs = [mute for mute in mutes if mute.agent_id == agent.pk]
         withheld = {
             "withheld": {
                 "agent": agent.slug,
-                "categories": sorted(mute.category for mute in mutes if mute.agent_id == agent.pk),
-                "reason": "The person muted these categories for this agent; their notes and revisions are left out.",
+                "categories": sorted(mute.category for mute in theirs if mute.note_id is None),
+                "notes": sorted(mute.note_id for mute in theirs if mute.note_id is not None),
+                "reason": (
+                    "The person muted these categories and notes for this agent; their notes and revisions, the "
+                    "messages they were learned from and the summaries built from those are left out."
+                ),
             }
         }
     return {
@@ -486,7 +492,13 @@ def export_person(*, team: Team, person: Person, agent: Agent | None = None) -> 
             "created_at": _iso(person.created_at),
         },
         "mutes": [
-            {"agent": mute.agent.slug, "category": mute.category, "created_at": _iso(mute.created_at)} for mute in mutes
+            {
+                "agent": mute.agent.slug,
+                "category": mute.category or None,
+                "note": mute.note_id,
+                "created_at": _iso(mute.created_at),
+            }
+            for mute in mutes
         ],
         **withheld,
         "banks": banks,

@@ -28,7 +28,7 @@ from memory.models import (
     DESCRIPTION_MAX,
     KEY_MAX,
     Bank,
-    CategoryMute,
+    Mute,
     Note,
     NoteQuerySet,
     NoteVector,
@@ -261,7 +261,8 @@ WITH applicable AS (
       AND (NOT %(gate)s OR {tagged})
       AND NOT EXISTS (
           SELECT 1 FROM {mute} m
-          WHERE m.team_id = n.team_id AND m.agent_id = %(agent)s AND m.category = n.category
+          WHERE m.team_id = n.team_id AND m.agent_id = %(agent)s
+            AND (m.note_id = n.id OR (m.note_id IS NULL AND m.category = n.category))
             AND (m.person_id = b.person_id OR m.person_id = %(person)s))
 ),
 shown AS (
@@ -387,7 +388,7 @@ def _read_kept(
     now: datetime,
     seen: tuple[tuple[int, int, bool], ...],
 ) -> _Kept:
-    tables = {"note": Note._meta.db_table, "bank": Bank._meta.db_table, "mute": CategoryMute._meta.db_table}
+    tables = {"note": Note._meta.db_table, "bank": Bank._meta.db_table, "mute": Mute._meta.db_table}
     sql = _TURN_NOTES.format(
         **tables,
         in_scope=SCOPE_REFS_MATCH.format(column="n.scope_refs", wanted="%(refs)s"),
@@ -591,7 +592,7 @@ def visible_notes(
 
 def muted_categories(*, person: Person, agent: Agent) -> set[str]:
     return set(
-        CategoryMute.objects.filter(team_id=person.team_id, person=person, agent=agent).values_list(
+        Mute.objects.filter(team_id=person.team_id, person=person, agent=agent, note=None).values_list(
             "category", flat=True
         )
     )

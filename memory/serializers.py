@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memory.models import Bank, CategoryMute, Note, Proposal, Revision
+from memory.models import Bank, Mute, Note, Proposal, Revision
 
 
 class NoteOutput(serializers.ModelSerializer[Note]):
@@ -88,12 +89,20 @@ class RevisionOutput(serializers.ModelSerializer[Revision]):
         ]  # fmt: skip
 
 
-class MuteOutput(serializers.Serializer[CategoryMute]):
+class MuteOutput(serializers.Serializer[Mute]):
     id = serializers.IntegerField()
     person = serializers.CharField(source="person.external_id")
     agent = serializers.CharField(source="agent.slug")
-    category = serializers.CharField()
+    category = serializers.CharField(allow_null=True, help_text="The muted category; null for a note's mute.")
+    note = serializers.IntegerField(
+        source="note_id", allow_null=True, help_text="The muted note; null for a category's."
+    )
     created_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: Mute) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["category"] = data["category"] or None
+        return data
 
 
 class ProposalOutput(serializers.Serializer[Proposal]):

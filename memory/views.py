@@ -36,7 +36,7 @@ from config.text import InvalidText, query_id
 from memory import plain
 from memory.exceptions import NoteNotFound
 from memory.forms import CategoryMuteForm, ErasePersonForm, NoteEditForm
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, Mute, Note, Revision
 from memory.provenance import origins_of, source_count
 from memory.queries import Digest, build_digest
 from memory.recall import Hit, recall_for_owner
@@ -47,8 +47,10 @@ from memory.services import (
     erase_note,
     erase_person,
     mute_category,
+    mute_for_agents,
     record_refused_call,
     unmute_category,
+    unmute_note,
 )
 from memory.text import word_diff
 
@@ -190,9 +192,7 @@ def build_lens(request: LensRequest, people: list[Person]) -> list[PersonLens]:
     teams = {person.team_id for person in people}
     notes = Note.objects.filter(team__in=teams, bank__in=banks).order_by("category", "key")
     agents = list(Agent.objects.filter(team__in=teams).order_by("name"))
-    mutes = (
-        CategoryMute.objects.filter(team__in=teams, person__in=people).select_related("agent").order_by("agent__name")
-    )
+    mutes = Mute.objects.filter(team__in=teams, person__in=people).select_related("agent").order_by("agent__name")
     removals = (
         Revision.objects.filter(team__in=teams, person__in=people)
         .filter(
@@ -215,7 +215,8 @@ def build_lens(request: LensRequest, people: list[Person]) -> list[PersonLens]:
         notes_by_bank.setdefault(note.bank_id, []).append(note)
     muted: dict[tuple[int, str], list[Agent]] = {}
     for mute in mutes:
-        muted.setdefault((mute.person_id, mute.category), []).append(mute.agent)
+        if mute.note_id is None:  # a note's own mute is shown on its page
+            muted.setdefault((mute.person_id, mute.category), []).append(mute.agent)
 
     lenses = []
     for person in people:
@@ -353,12 +354,12 @@ def _change_mute(request: LensRequest, *, mute: bool) -> HttpResponse:
     except DomainError as exc:  # a category with no letters or digits: the form was not ours
         return HttpResponseBadRequest(exc.message)
     if mute:
-        done = (
-            f"Muted “{category}” for {agent.name}: {agent.name} no longer sees these notes, in its turns, "
-            "recall or search. Nothing was deleted; you still see them here, and Unmute gives them back."
-        )
+        done = f"Muted “{category}” for {agent.name}. {withheld_words(agent.name, one_note=False)}"
     else:
-        done = f"Unmuted “{category}” for {agent.name}: {agent.name} sees these notes again."
+        done = (
+            f"Unmuted “{category}” for {agent.name}: {agent.name} is given these notes, the messages they "
+            "were learned from and the summaries built from those messages again."
+        )
     if request.htmx:
         return render(request, "memory/bank_list.html#lens-banks", {**lens_context(request), "announce": done})
     messages.success(request, done)
@@ -377,7 +378,46 @@ def category_unmute(request: LensRequest) -> HttpResponse:
     return _change_mute(request, mute=False)
 
 
+def withheld_words(who: str, *, one_note: bool) -> str:
+    """What a mute does, in the words the lens uses wherever a mute is made (docs/privacy.md)."""
+    what = (
+        "this note, the messages it was learned from"
+        if one_note
+        else "these notes, the messages they were learned from"
+    )
+    return (
+        f"{who} is not given {what}, or conversation summaries built from those messages: not in its turns, "
+        "recall, search or conversation search. Nothing is deleted; you still see everything here, and "
+        "Unmute gives it all back."
+    )
+
+
 # --- one note ---------------------------------------------------------------------------------
+
+
+@dataclass
+class NoteMutes:
+    """Who may use a note, as its page shows it: the agents it is muted for, and the others."""
+
+    person: Person
+    muted: list[tuple[Mute, Agent]]
+    unmuted: list[Agent]
+    help: str = ""
+
+
+def note_mutes(request: LensRequest, note: Note) -> NoteMutes | None:
+    """The note's mutes, when it is about one of this login's people (a shared note is everyone's)."""
+    person = note.bank.person
+    if person is None or not people_of(request).filter(pk=person.pk).exists():
+        return None
+    agents = list(Agent.objects.filter(team_id=person.team_id).order_by("name"))
+    mutes = {m.agent_id: m for m in Mute.objects.filter(team_id=person.team_id, person=person, note=note)}
+    return NoteMutes(
+        person=person,
+        muted=[(mutes[agent.pk], agent) for agent in agents if agent.pk in mutes],
+        unmuted=[agent for agent in agents if agent.pk not in mutes],
+        help=withheld_words("That agent", one_note=True),
+    )
 
 
 @dataclass
@@ -464,6 +504,7 @@ def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
             "form": _edit_form(note),
             "revisions": revision_entries(note),
             "origins": origins_of(note),
+            "mutes": note_mutes(request, note),
         }
     else:  # a shared note's sources are other people's messages
         context = {
@@ -473,6 +514,54 @@ def note_detail(request: LensRequest, note_id: int) -> HttpResponse:
             "revisions": revision_entries(note, with_content=False),
         }
     return render(request, "memory/note_detail.html", context)
+
+
+def _change_note_mute(request: LensRequest, note_id: int, *, mute: bool) -> HttpResponse:
+    note = _visible_note(request, note_id)
+    mutes = note_mutes(request, note)
+    if mutes is None:
+        raise PermissionDenied("Only a note about you (or a person of a team you administer) can be muted here.")
+    person = mutes.person
+    chosen = request.POST.get("agent", "")
+    team_agents = Agent.objects.filter(team_id=person.team_id).order_by("name")
+    if mute and chosen == "every":
+        agents = list(team_agents)
+    else:
+        try:
+            agent_id = query_id(request.POST, "agent", noun="an agent")
+        except InvalidText:
+            agent_id = None
+        agent = team_agents.filter(pk=agent_id).first() if agent_id is not None else None
+        if agent is None:  # a form that is not ours, as _change_mute answers it
+            raise Http404("No such agent here.")
+        agents = [agent]
+    names = "every agent" if len(agents) > 1 else agents[0].name
+    if mute:
+        mute_for_agents(person=person, agents=agents, note=note)
+        done = f"Muted this note for {names}. {withheld_words(names.capitalize(), one_note=True)}"
+    else:
+        unmute_note(person=person, agent=agents[0], note=note)
+        done = (
+            f"Unmuted this note for {names}: {names} is given this note, the messages it was learned from and "
+            "the summaries built from those messages again."
+        )
+    if request.htmx:
+        context = {"note": note, "mutes": note_mutes(request, note), "announce": done}
+        return render(request, "memory/note_detail.html#note-mutes", context)
+    messages.success(request, done)
+    return redirect("lens-note", note_id=note.pk)
+
+
+@require_POST
+@login_required
+def note_mute(request: LensRequest, note_id: int) -> HttpResponse:
+    return _change_note_mute(request, note_id, mute=True)
+
+
+@require_POST
+@login_required
+def note_unmute(request: LensRequest, note_id: int) -> HttpResponse:
+    return _change_note_mute(request, note_id, mute=False)
 
 
 @require_POST

@@ -21,7 +21,7 @@ from accounts.services import issue_api_key
 from conversations.models import Conversation, Message, Turn
 from conversations.services import start_conversation, update_summary
 from memory.exceptions import TooLong
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, Mute, Note, Revision
 from memory.packages import export_person, import_package
 from memory.services import Actor, append_observation, edit_note, erase_person, mute_category, remember
 from tests.canary import find_text, probing
@@ -136,7 +136,7 @@ def test_erasing_a_person_leaves_their_canary_nowhere_and_others_untouched(tenan
     assert ada.erased_at is not None
     assert ada.display_name == ""
     assert not Bank.objects.filter(person=ada).exists()
-    assert not CategoryMute.objects.filter(person=ada).exists()
+    assert not Mute.objects.filter(person=ada).exists()
     events = Revision.objects.filter(team=team, person=ada)
     assert events.filter(action="delete").count() == 3  # their own notes; the shared note's is the bank's
     assert all(r.before is None and r.after is None and r.erased for r in events)

@@ -103,9 +103,10 @@ def test_a_list_endpoint_makes_as_many_queries_for_30_rows_as_for_3(
 VISIBLE_NOTES = 2
 # One turn's composition, when its passages are all outside the window (one search, no retry):
 COMPOSE = (
-    4  # one round trip (config.prepared.run_together), each statement counted: enable_sort off,
-    #    the newest messages of the conversation for the window, enable_sort back, and the
-    #    applicable banks with their versions (the context has no tags: no ontology read)
+    5  # one round trip (config.prepared.run_together), each statement counted: enable_sort off,
+    #    the newest messages of the conversation for the window, enable_sort back, the messages a
+    #    mute withholds from the agent (conversations.mutes), and the applicable banks with their
+    #    versions (the context has no tags: no ontology read)
     + 2  # SAVEPOINT / RELEASE: the memory read is atomic, so a failing one cannot poison the turn
     + 1  # every applicable note in one read (memory.queries.turn_notes), without its content:
     #      shadowed, each with its description, its place in the digest's order, the length of its

@@ -15,7 +15,7 @@ from accounts.services import get_or_create_person
 from conversations.models import Message
 from conversations.queries import RankedMessages, rank_candidates
 from conversations.services import erase_message
-from memory.banks import applicable_banks, applicable_banks_and_mutes
+from memory.banks import Muted, applicable_banks, applicable_banks_and_mutes
 from memory.models import Bank, Note
 from memory.queries import note_contents, notes_with_banks
 from memory.services import get_or_create_bank, mute_category, remember
@@ -66,12 +66,12 @@ def test_the_banks_come_with_the_person_s_mutes_for_that_agent_only(tenant, pers
     banks, muted = applicable_banks_and_mutes(team=tenant.team, person=person, scope="", agent=tenant.agent)
 
     assert [bank.pk for bank in banks] == [everywhere.pk]
-    assert muted == {"health", "money"}
-    assert applicable_banks_and_mutes(team=tenant.team, person=person, scope="", agent=None)[1] == frozenset()
-    assert applicable_banks_and_mutes(team=tenant.team, person=someone, scope="", agent=other_agent)[1] == frozenset()
+    assert muted == Muted(categories=frozenset({"health", "money"}))
+    assert applicable_banks_and_mutes(team=tenant.team, person=person, scope="", agent=None)[1] == Muted()
+    assert applicable_banks_and_mutes(team=tenant.team, person=someone, scope="", agent=other_agent)[1] == Muted()
     assert applicable_banks_and_mutes(team=other_tenant.team, person=person, scope="", agent=tenant.agent) == (
         [],
-        frozenset(),
+        Muted(),
     )  # another team's call sees neither this person's banks nor their mutes
 
 

@@ -9,7 +9,7 @@ the same thing again changes nothing but the note's repetition count, and is not
 - capacity: bank creation and settings, limits and the FULL latch, bounded-bank admission and
   eviction, consolidation scheduling;
 - notes: the write use cases on notes;
-- mutes: categories a person mutes for an agent;
+- mutes: categories and notes a person mutes for an agent;
 - proposals: review, where agents' writes about a person wait for that person's approval;
 - people: whole-person erasure (with what other apps register in memory.person_data).
 
@@ -28,7 +28,14 @@ from memory.services.capacity import (
     request_consolidations_again,
     update_bank_settings,
 )
-from memory.services.mutes import mute_category, mute_for_agents, remove_mute, unmute_category
+from memory.services.mutes import (
+    mute_category,
+    mute_for_agents,
+    mute_note,
+    remove_mute,
+    unmute_category,
+    unmute_note,
+)
 from memory.services.notes import (
     NoteErasure,
     WriteResult,
@@ -76,6 +83,7 @@ __all__ = [
     "merge_notes",
     "mute_category",
     "mute_for_agents",
+    "mute_note",
     "propose",
     "record_consolidation",
     "record_consolidation_failure",
@@ -88,5 +96,6 @@ __all__ = [
     "set_review_writes",
     "under_review",
     "unmute_category",
+    "unmute_note",
     "update_bank_settings",
 ]

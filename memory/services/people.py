@@ -21,7 +21,7 @@ from accounts.models import Person, Team
 from accounts.services import delete_person, tombstone_person
 from config.exceptions import NotFound
 from memory import kept_banks, person_data
-from memory.models import Bank, CategoryMute, Note, Proposal, Revision
+from memory.models import Bank, Mute, Note, Proposal, Revision
 from memory.queries import CONTENT_ACTIONS, shared_notes_about
 from memory.services import reads
 from memory.services.mutes import banks_they_read
@@ -158,7 +158,7 @@ def erase_person(*, team: Team, person: Person, actor: Actor, hard: bool = False
             report.shared_notes_redacted += 1
     report.revisions = _blank_their_revisions(team, person)
     new_bank_version(banks_they_read(person))  # their mutes go: what their turns see changes
-    report.mutes = CategoryMute.objects.filter(team=team, person=person).delete()[1].get("memory.CategoryMute", 0)
+    report.mutes = Mute.objects.filter(team=team, person=person).delete()[1].get("memory.Mute", 0)
     # What waited for their review goes too, decided or not: kept or declined rows hold no words,
     # but still say which agent proposed what, and when.
     report.proposals = Proposal.objects.filter(team=team, person=person).delete()[1].get("memory.Proposal", 0)

@@ -32,7 +32,7 @@ from accounts.models import Person
 from config.mcp import call_tool
 from conversations import services as conversations
 from conversations.models import Conversation, ConversationImport, Message, Turn
-from memory.models import Bank, CategoryMute, Note, Revision
+from memory.models import Bank, Mute, Note, Revision
 from memory.package_format import FORMAT
 from memory.services import Actor, remember
 from memory.tools import REGISTRY
@@ -103,7 +103,7 @@ def state(world: World) -> dict[str, Any]:
         "conversations": Conversation.objects.filter(team=team).count(),
         "messages": sorted(Message.objects.filter(team=team).values_list("pk", "content")),
         "turns": sorted(Turn.objects.filter(team=team).values_list("pk", "reply_id")),
-        "mutes": CategoryMute.objects.filter(team=team).count(),
+        "mutes": Mute.objects.filter(team=team).count(),
         "webhooks": Subscription.objects.filter(team=team).count(),
         "revisions": Revision.objects.filter(team=team).exclude(action=Revision.Action.REFUSED).count(),
     }
@@ -284,6 +284,9 @@ SURFACES: list[Surface] = [
             text=Loc("query", "person"), ident=Loc("query", "agent")),
     Surface("mute", "POST", "api/v1/mutes", "/api/v1/mutes", body=body(person="ada", category="health"),
             text=Loc("body", "category"), ident=Loc("body", "person"), number=Loc("body", "note")),
+    Surface("mute a note", "POST", "api/v1/mutes", "/api/v1/mutes",
+            body=lambda w: {"person": "ada", "note": w.note.pk}, ident=Loc("body", "person"),
+            number=Loc("body", "note")),
     Surface("mute delete", "DELETE", "api/v1/mutes/<int:mute_id>", "/api/v1/mutes/{note}",
             number=Loc("path", "note")),
     Surface("webhooks list", "GET", "api/v1/webhooks", "/api/v1/webhooks"),
@@ -379,6 +382,11 @@ SURFACES: list[Surface] = [
         Surface(f"lens {action}", "POST", f"lens/{action}", f"/lens/{action}", html=True,
                 body=lambda w: {"person": w.person.pk, "agent": w.tenant.agent.pk, "category": "home"},
                 text=Loc("form", "category"), ident=Loc("form", "category"), number=Loc("form", "person"))
+        for action in ("mute", "unmute")
+    ],
+    *[
+        Surface(f"lens note {action}", "POST", f"m/<int:note_id>/{action}", f"/m/{{note}}/{action}", html=True,
+                body=lambda w: {"agent": w.tenant.agent.pk}, number=Loc("form", "agent"))
         for action in ("mute", "unmute")
     ],
 ]  # fmt: skip

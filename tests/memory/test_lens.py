@@ -264,22 +264,28 @@ def test_muting_a_category_hides_it_from_that_agents_digest_and_greys_it_in_the_
     assert [n.key for n in build_digest(team=tenant.team, person=person, agent=other_agent).entries] == ["food"]
     html = lens_client.get("/lens/").content.decode()
     assert '<div class="category is-muted">' in html
-    assert f"Muted for {tenant.agent.name}: it does not see these notes" in html
+    assert (
+        f"Muted for {tenant.agent.name}: it is not given these notes, the messages they were learned from, or summaries built from them"
+        in html
+    )
     assert ">Unmute</button>" in html
     # Said once, after the change, in the page's one live region.
-    assert f"Muted “food” for {tenant.agent.name}: {tenant.agent.name} no longer sees these notes" in html
+    assert f"Muted “food” for {tenant.agent.name}. {tenant.agent.name} is not given these notes" in html
 
 
 def test_mute_says_what_it_does_next_to_the_control_and_confirms_over_htmx(lens_client, tenant, person, actor):
     append_observation(team=tenant.team, person=person, actor=actor, category="food", observation="Likes rye bread.")
-    assert "Hides these notes from that agent. Nothing is deleted." in lens_client.get("/lens/").content.decode()
+    assert (
+        "That agent is not given these notes, the messages they were learned from, or summaries built from those messages."
+        in lens_client.get("/lens/").content.decode()
+    )
     response = lens_client.post(
         "/lens/mute", {"person": person.pk, "agent": tenant.agent.pk, "category": "food"}, headers=HTMX
     )
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="lens-banks">')
     assert '<div id="announcements" hx-swap-oob="innerHTML">' in html
-    assert "Nothing was deleted; you still see them here, and Unmute gives them back." in html
+    assert "Nothing is deleted; you still see everything here, and Unmute gives it all back." in html
 
 
 def test_unmuting_a_category_restores_it(lens_client, tenant, person, actor):

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.indexing import NOTES
 from memory.kept_banks import forget_kept
-from memory.models import Bank, CategoryMute, Note, OntologyNode
+from memory.models import Bank, Mute, Note, OntologyNode
 from memory.queries import visible_notes
 from memory.recall import hybrid_rank, recall_memories
 from memory.services import delete_note, edit_note, mute_category, remember
@@ -176,13 +176,13 @@ def test_a_mute_added_or_removed_in_the_django_admin_reaches_recall_at_once(
              **note_fields(key="allergy", content="Ada is allergic to peanuts."))  # fmt: skip
     assert recalled(tenant, person, "peanuts", mode="bm25") == ["allergy"]
     response = client.post(
-        "/admin/memory/categorymute/add/", {"person": person.pk, "agent": tenant.agent.pk, "category": "health"}
+        "/admin/memory/mute/add/", {"person": person.pk, "agent": tenant.agent.pk, "category": "health"}
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert recalled(tenant, person, "peanuts", mode="bm25") == []
-    mute = CategoryMute.objects.get()
+    mute = Mute.objects.get()
     assert mute.team_id == tenant.team.pk
-    response = client.post(f"/admin/memory/categorymute/{mute.pk}/delete/", {"post": "yes"})
+    response = client.post(f"/admin/memory/mute/{mute.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert recalled(tenant, person, "peanuts", mode="bm25") == ["allergy"]
 
@@ -190,11 +190,28 @@ def test_a_mute_added_or_removed_in_the_django_admin_reaches_recall_at_once(
 def test_the_admin_refuses_a_mute_for_an_agent_of_another_team(client, django_user_model, tenant, other_tenant, person):
     client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "a-long-password-1"))
     response = client.post(
-        "/admin/memory/categorymute/add/", {"person": person.pk, "agent": other_tenant.agent.pk, "category": "health"}
+        "/admin/memory/mute/add/", {"person": person.pk, "agent": other_tenant.agent.pk, "category": "health"}
     )
     assert response.status_code == 200
     assert "That agent is not in this person" in response.content.decode()
-    assert not CategoryMute.objects.exists()
+    assert not Mute.objects.exists()
+
+
+def test_the_admin_mutes_one_uncategorised_note_and_refuses_a_category_and_a_note_together(
+    client, django_user_model, tenant, person, actor
+):
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "a-long-password-1"))
+    note = written(remember(team=tenant.team, person=person, actor=actor, **note_fields(key="home-city")))
+    assert recalled(tenant, person, "Oslo", mode="bm25") == ["home-city"]
+    both = {"person": person.pk, "agent": tenant.agent.pk, "category": "home", "note": note.pk}
+    response = client.post("/admin/memory/mute/add/", both)
+    assert response.status_code == 200
+    assert "Mute either a category or one note" in response.content.decode()
+    response = client.post("/admin/memory/mute/add/", {**both, "category": ""})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert recalled(tenant, person, "Oslo", mode="bm25") == []
+    client.post(f"/admin/memory/mute/{Mute.objects.get().pk}/delete/", {"post": "yes"})
+    assert recalled(tenant, person, "Oslo", mode="bm25") == ["home-city"]
 
 
 def test_a_person_s_erasure_lets_go_of_their_kept_banks(tenant, person, actor, django_capture_on_commit_callbacks):
