@@ -302,6 +302,27 @@ def test_an_admin_key_erases_a_note_and_a_person_and_an_ordinary_key_may_not(web
         assert (refused.value.status, refused.value.code) == (403, "permission_denied")
 
 
+def test_an_admin_key_mutes_a_note_and_a_category_lists_and_unmutes_them(web_server, tenant, admin_tenant):
+    with Mnemo(web_server, api_key=admin_tenant.key.plaintext) as admin:
+        home = admin.remember(person="ada", key="home-city", description="Home", content="Ada lives in Oslo.")
+        admin.remember(person="ada", key="allergy", description="Allergy", content="Peanuts.", category="health")
+        (of_note,) = admin.mute("ada", note=home["id"], agent=admin_tenant.agent.slug)
+        (of_category,) = admin.mute("ada", category="health")  # every agent of the team: this one
+        assert (of_note["note"], of_note["category"]) == (home["id"], None)
+        assert (of_category["note"], of_category["category"]) == (None, "health")
+        assert [m["id"] for m in admin.list_mutes(person="ada")["results"]] == [of_note["id"], of_category["id"]]
+        assert admin.recall_memories(person="ada", query="Oslo peanuts")["results"] == []
+        with pytest.raises(Invalid):
+            admin.mute("ada", note=home["id"], category="health")
+        with pytest.raises(NotFound):
+            admin.mute("ada", note=home["id"] + 10_000)
+        admin.unmute(of_note["id"])
+        assert [m["id"] for m in admin.list_mutes()["results"]] == [of_category["id"]]
+        assert [r["key"] for r in admin.recall_memories(person="ada", query="Oslo")["results"]] == ["home-city"]
+    with Mnemo(web_server, api_key=tenant.key.plaintext) as agent, pytest.raises(PermissionDenied):
+        agent.list_mutes()
+
+
 def test_history_import_and_its_job(mnemo, tenant):
     line = {
         "person": "ada",

@@ -24,6 +24,7 @@ from mnemo_client.types import (
     Me,
     MemoryPackage,
     Message,
+    Mute,
     Note,
     NoteDeleted,
     Page,
@@ -437,6 +438,35 @@ class AsyncMnemo:
     async def reject_proposal(self, proposal: int) -> Proposal:
         """Don't keep a proposal: nothing is written, and its words are blanked."""
         return await self.request(Call("POST", f"/api/v1/proposals/{segment(proposal)}/reject"))
+
+    # --- mutes ---------------------------------------------------------------------------------
+
+    async def list_mutes(
+        self,
+        *,
+        person: str | None = None,
+        agent: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Mute]:
+        """The team's mutes, oldest first; needs an admin-capable key."""
+        params = query(person=person, agent=agent, limit=limit, offset=offset)
+        return await self.request(Call("GET", "/api/v1/mutes", params=params))
+
+    async def mute(
+        self, person: str, *, category: str | None = None, note: int | None = None, agent: str | None = None
+    ) -> list[Mute]:
+        """Mute a category, or one note (its id), of what is known about a person for one agent (its
+        slug), or for every agent of the team: that agent is not given the notes, the messages they
+        were learned from or the summaries built from those until unmuted. Nothing is deleted. Name
+        exactly one of category and note; needs an admin-capable key. Answers one mute per agent."""
+        body = query(person=person, category=category, note=note, agent=agent)
+        created = await self.request(Call("POST", "/api/v1/mutes", body=body))
+        return list(created["mutes"])
+
+    async def unmute(self, mute: int) -> None:
+        """Remove a mute: the agent is given everything it withheld again."""
+        await self.request(Call("DELETE", f"/api/v1/mutes/{segment(mute)}"))
 
     # --- memory packages -----------------------------------------------------------------------
 

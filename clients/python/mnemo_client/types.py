@@ -459,6 +459,17 @@ class ProposalKept(TypedDict):
     action: str
 
 
+class Mute(TypedDict):
+    """A person's mute for one agent: a category (note None) or one note (category None)."""
+
+    id: int
+    person: str
+    agent: str
+    category: str | None
+    note: int | None
+    created_at: str
+
+
 class ImportRefusal(TypedDict):
     bank: str
     key: str
