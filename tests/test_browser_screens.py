@@ -171,7 +171,11 @@ def test_every_page_fits_a_phone_passes_axe_and_speaks_plainly(page: Page, live_
     ).to_be_visible()
     expect(page.get_by_text("Did not keep a new passing state (on-a-bus)")).to_be_visible()
     expect(page.get_by_text("demo-0123abcd")).to_have_count(0)
-    expect(page.get_by_text("Hides these notes from that agent. Nothing is deleted.").first).to_be_visible()
+    expect(
+        page.get_by_text(
+            "That agent is not given these notes, the messages they were learned from, or summaries built from those messages."
+        ).first
+    ).to_be_visible()
     assert "worth" not in page.locator("main").inner_text()
     fits_and_passes_axe(page, "lens", artifact)
 
@@ -255,9 +259,12 @@ def test_mute_delete_a_failed_save_and_the_demo_say_what_happened(page: Page, li
     food.get_by_label("Mute for").select_option(label="Coach")
     food.get_by_role("button", name="Mute").click()
     expect(page.locator("#announcements")).to_contain_text(
-        "Muted “food” for Coach: Coach no longer sees these notes, in its turns, recall or search."
+        "Muted “food” for Coach. Coach is not given these notes, the messages they were learned from, or "
+        "conversation summaries built from those messages"
     )
-    expect(page.locator(".category.is-muted").first).to_contain_text("Muted for Coach: it does not see these notes")
+    expect(page.locator(".category.is-muted").first).to_contain_text(
+        "Muted for Coach: it is not given these notes, the messages they were learned from, or summaries built from them"
+    )
     fits_and_passes_axe(page, "muted", artifact)
 
     # A save on a note deleted elsewhere says so, in place.
