@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0003_ordering_by_team_id'),
-        ('memory', '0009_ordering_by_team_id'),
+        ('memory', '0011_read_as_of'),
     ]
 
     operations = [
