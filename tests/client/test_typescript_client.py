@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 
 import pytest
@@ -25,7 +26,7 @@ INSTALLED_STAMP = PACKAGE / "node_modules" / ".mnemo-installed"
 NPM_DEADLINE = 600  # seconds; `npm ci` from an empty cache downloads the dev dependencies
 
 
-def npm(*args: str, env: dict[str, str] | None = None) -> None:
+def npm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     run = subprocess.run(
         ["npm", *args], cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=NPM_DEADLINE, check=False
     )
@@ -33,6 +34,7 @@ def npm(*args: str, env: dict[str, str] | None = None) -> None:
         pytest.fail(
             f"`npm {' '.join(args)}` in clients/typescript exited {run.returncode}:\n{run.stdout}\n{run.stderr}"
         )
+    return run
 
 
 def install() -> None:
@@ -53,4 +55,9 @@ def test_npm_test_passes_against_the_live_server(web_server: str, tenant: Tenant
         "MNEMO_ADMIN_KEY": admin_key.plaintext,
         "NO_COLOR": "1",
     }
-    npm("test", env=env)
+    run = npm("test", env=env)
+    # node --test's spec reporter ends with the counts: every test ran and passed, none was skipped.
+    counts = dict(re.findall(r"^\S* ?(tests|pass|fail|cancelled|skipped|todo) (\d+)$", run.stdout, re.MULTILINE))
+    assert int(counts["tests"]) >= 30
+    assert counts["pass"] == counts["tests"]
+    assert (counts["fail"], counts["cancelled"], counts["skipped"], counts["todo"]) == ("0", "0", "0", "0")

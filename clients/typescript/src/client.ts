@@ -16,6 +16,7 @@ import type {
   Mute,
   MutesCreated,
   Note,
+  NoteAsOf,
   NoteDeleted,
   Page,
   Person,
@@ -100,6 +101,13 @@ export interface MnemoOptions {
 }
 
 type Query = Record<string, string | number | boolean | Date | null | undefined>;
+
+/** The filters of the notes list. */
+export interface NotesQuery {
+  person?: string;
+  bank?: string;
+  category?: string;
+}
 
 interface Call {
   method: "GET" | "POST" | "PATCH" | "DELETE";
@@ -415,10 +423,17 @@ export class Mnemo {
 
   // --- notes ----------------------------------------------------------------------------------
 
+  /**
+   * One page of notes. With `asOf` (a past moment, or a date: the end of that day in UTC), the notes
+   * as they stood then, rebuilt from the revision log; an erased note is in no past view.
+   */
+  listNotes(options: NotesQuery & { asOf: string | Date; limit?: number; offset?: number }): Promise<Page<NoteAsOf>>;
+  listNotes(options?: NotesQuery & { limit?: number; offset?: number }): Promise<Page<Note>>;
   listNotes(
-    options: { person?: string; bank?: string; category?: string; limit?: number; offset?: number } = {},
-  ): Promise<Page<Note>> {
-    return this.request({ method: "GET", path: "/api/v1/notes", params: options });
+    options: NotesQuery & { asOf?: string | Date; limit?: number; offset?: number } = {},
+  ): Promise<Page<Note | NoteAsOf>> {
+    const { asOf, ...filters } = options;
+    return this.request({ method: "GET", path: "/api/v1/notes", params: { ...filters, as_of: asOf } });
   }
 
   /** Every note that matches, page after page (oldest first). */

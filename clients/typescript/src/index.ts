@@ -7,6 +7,7 @@ export {
   Paginator,
   retryDelay,
   type MnemoOptions,
+  type NotesQuery,
   type RetryPolicy,
 } from "./client.js";
 export * from "./errors.js";

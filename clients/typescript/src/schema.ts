@@ -220,7 +220,7 @@ export interface paths {
         /** @description The team's mutes, oldest first; an admin-capable key only. */
         get: operations["mutes_list"];
         put?: never;
-        /** @description Mutes a category of what is known about a person for one agent, or for every agent of the team when no agent is named: its notes are withheld from that agent's turns, recall and search until the mute is removed; nothing is deleted. Answers the mutes, one per agent (one already there is kept). */
+        /** @description Mutes a category, or one note, of what is known about a person for one agent, or for every agent of the team when no agent is named. Until the mute is removed, that agent is not given the muted notes, the messages they were learned from, or a conversation summary built from those messages, in its turns, recall, search, search_conversation and recent_messages; nothing is deleted. Name exactly one of category and note. Answers the mutes, one per agent (one already there is kept). */
         post: operations["mutes_create"];
         delete?: never;
         options?: never;
@@ -238,7 +238,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Removes a mute: the agent is shown the category's notes again. An admin-capable key only. */
+        /** @description Removes a mute: the agent is given the muted notes, the messages they were learned from and the summaries built from them again. An admin-capable key only. */
         delete: operations["mutes_destroy"];
         options?: never;
         head?: never;
@@ -302,15 +302,73 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description A person: read them (accounts), or erase everything held about them (a data-subject request). */
+        /**
+         * @description A person: read them (accounts), turn review on or off, or erase everything held about them (a
+         *     data-subject request).
+         */
         get: operations["people_retrieve"];
         put?: never;
         post?: never;
         /**
          * Erase everything held about one person
-         * @description Needs an admin-capable key. In one transaction: their notes, what shared banks say of them, the content of their revisions (the events stay), their mutes and banks, and their conversations with messages, summaries and turns. The person row stays as a tombstone unless hard=true. Export first (GET /api/v1/exports?person=) if they asked for a copy.
+         * @description Needs an admin-capable key. In one transaction: their notes, what shared banks say of them, the content of their revisions (the events stay), their mutes, proposals and banks, and their conversations with messages, summaries and turns. The person row stays as a tombstone unless hard=true. Export first (GET /api/v1/exports?person=) if they asked for a copy.
          */
         delete: operations["people_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * Turn review on or off for a person
+         * @description Needs an admin-capable key. With review_writes true, every write an agent or the curator makes about the person (remember, remember_about_user, remember_about_project, edit_note, the curator's notes) becomes a proposal that waits for approval (GET /api/v1/proposals). Turning it off keeps what waits.
+         */
+        patch: operations["people_update"];
+        trace?: never;
+    };
+    "/api/v1/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What agents and the curator proposed to keep about people who review what is kept, oldest first; an admin-capable key only. A decided proposal's words are blank. */
+        get: operations["proposals_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/proposals/{proposal_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Keeps the proposal: its write runs through the write path as the agent or curator that proposed it (caps, the FULL latch, the revision log, the vector, the messages it was learned from), with `content` instead of the proposed text when given. A refusal there answers as the write would (409 bank_full, 422 too_long...) and leaves the proposal waiting; 409 conflict when it was already decided. */
+        post: operations["proposals_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/proposals/{proposal_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Declines the proposal: nothing is kept, and its words are blanked (the proposal stays as the decision, with no text). 409 conflict when it was already decided. */
+        post: operations["proposals_reject"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -764,10 +822,11 @@ export interface components {
         CreateInputRequest: {
             /** @description The person's id. */
             person: string;
+            /** @description A category to mute; or name a note. */
             category?: string;
             /**
              * Format: int64
-             * @description Not available yet: mute the note's category.
+             * @description A note about the person to mute (its id), categorised or not.
              */
             note?: number;
             /** @description An agent of the team (slug); default: every agent of the team. */
@@ -939,6 +998,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        InputRequest: {
+            /** @description Keep it with this text instead of the proposed one (the person's edit). */
+            content?: string;
+        };
         /**
          * MemoryPackage
          * @description A memory package as one JSON object. Export adds the members marked read-only.
@@ -973,20 +1036,25 @@ export interface components {
             };
             /**
              * Mutes
-             * @description Export only: categories muted per agent.
+             * @description Export only: categories and notes muted per agent.
              */
             readonly mutes: {
                 [key: string]: unknown;
             }[];
             /**
              * MemoryPackageWithheld
-             * @description Export only (to an agent): the categories the person muted for it, left out of this export.
+             * @description Export only (to an agent): the categories and notes the person muted for it, left out of this export with the messages they were learned from and the summaries built from those.
              */
             readonly withheld: {
                 /** Agent */
                 agent: string;
                 /** Categories */
                 categories: string[];
+                /**
+                 * Notes
+                 * @default []
+                 */
+                notes: number[];
                 /** Reason */
                 reason: string;
             };
@@ -1199,7 +1267,10 @@ export interface components {
             id: number;
             person: string;
             agent: string;
-            category: string;
+            /** @description The muted category; null for a note's mute. */
+            category: string | null;
+            /** @description The muted note; null for a category's. */
+            note: number | null;
             /** Format: date-time */
             created_at: string;
         };
@@ -1303,6 +1374,14 @@ export interface components {
             /** Reason */
             reason: string;
         };
+        /**
+         * @description * `remember` - Remember a note
+         *     * `append` - Add to a category's note
+         *     * `edit` - Change a note
+         *     * `daily` - Add to the day's note
+         * @enum {string}
+         */
+        OperationEnum: "remember" | "append" | "edit" | "daily";
         PaginatedBankOutputList: {
             /** @example 123 */
             count: number;
@@ -1393,6 +1472,21 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["NoteOrNoteAsOf"][];
         };
+        PaginatedProposalOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["ProposalOutput"][];
+        };
         PaginatedReadOutputList: {
             /** @example 123 */
             count: number;
@@ -1444,6 +1538,10 @@ export interface components {
             hard_limit?: number;
             capacity?: number;
         };
+        PatchedReviewInputRequest: {
+            /** @description true: what agents learn about the person waits for their approval, as proposals. */
+            review_writes?: boolean;
+        };
         PersonErased: {
             person: string;
             erased: {
@@ -1454,6 +1552,8 @@ export interface components {
         PersonOutput: {
             person: string;
             display_name: string;
+            /** @description What agents learn about this person waits for their approval (proposals). */
+            review_writes: boolean;
             /** Format: date-time */
             created_at: string;
         };
@@ -1480,6 +1580,90 @@ export interface components {
          * @enum {string}
          */
         ProfileEnum: "full" | "memory_only";
+        ProposalKept: {
+            proposal: components["schemas"]["ProposalOutput"];
+            note: number | null;
+            bank: string;
+            key: string;
+            action: string;
+        };
+        /**
+         * @description A write waiting for (or decided on) the person's review. A decided proposal's words are blank:
+         *     a kept one's live in its note (`note`), a declined or expired one's are gone.
+         */
+        ProposalOutput: {
+            id: number;
+            person: string;
+            agent?: string | null;
+            /** @description agent (a tool call) or curator. */
+            writer: string;
+            operation: components["schemas"]["OperationEnum"];
+            status: components["schemas"]["ProposalOutputStatusEnum"];
+            bank: string;
+            /** @description An edit's note; once kept, the note it wrote. */
+            note: number | null;
+            key: string;
+            description: string;
+            content: string;
+            /** @description An edit's text to replace; empty otherwise. */
+            find: string;
+            kind: string;
+            category: string;
+            /** @description Messages it was learned from. */
+            source_messages: number[];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it expires unkept; null once decided.
+             */
+            readonly expires_at: string | null;
+            /** Format: date-time */
+            decided_at: string | null;
+        };
+        /**
+         * @description * `pending` - Waiting for review
+         *     * `kept` - Kept
+         *     * `rejected` - Not kept
+         *     * `expired` - Expired unkept
+         * @enum {string}
+         */
+        ProposalOutputStatusEnum: "pending" | "kept" | "rejected" | "expired";
+        /**
+         * ProposedOut
+         * @description A write made while the person reviews what is kept: it waits for their approval (HTTP 202).
+         */
+        ProposedOut: {
+            /** Id */
+            id: number | null;
+            /** Bank */
+            bank: string;
+            /** Key */
+            key: string;
+            /** Action */
+            action: string;
+            /**
+             * Evicted
+             * @description Notes a bounded bank evicted to make room.
+             */
+            evicted?: components["schemas"]["Evicted"][];
+            /**
+             * Status
+             * @default proposed
+             * @constant
+             */
+            status: "proposed";
+            /**
+             * Proposal
+             * @description The proposal's id; the person (or an admin) keeps it or not.
+             */
+            proposal: number;
+            /**
+             * Message
+             * @description What happens next, in words.
+             */
+            message: string;
+        };
         RankedMessageOutput: {
             id: number;
             /** @description 1 for the best-ranked result. */
@@ -1506,6 +1690,11 @@ export interface components {
             query_erased: boolean;
             /** @description The turn's id, for a turn. */
             turn: number | null;
+            /**
+             * Format: date-time
+             * @description The past moment a read asked about (its as_of argument); null for the present.
+             */
+            as_of: string | null;
             /** @description Notes returned (a turn: whose content it was given), by rank. */
             notes: components["schemas"]["RankedNoteOutput"][];
             /** @description Messages returned (a turn: its passages), by rank. */
@@ -1898,9 +2087,12 @@ export interface components {
          *     * `evict` - Evicted
          *     * `refused` - Refused
          *     * `latch` - Bank state
+         *     * `propose` - Proposed for review
+         *     * `keep` - Kept on review
+         *     * `reject` - Not kept on review
          * @enum {string}
          */
-        RevisionOutputActionEnum: "create" | "update" | "append" | "delete" | "merge" | "evict" | "refused" | "latch";
+        RevisionOutputActionEnum: "create" | "update" | "append" | "delete" | "merge" | "evict" | "refused" | "latch" | "propose" | "keep" | "reject";
         /**
          * @description * `user` - Person
          *     * `assistant` - Agent
@@ -3947,6 +4139,366 @@ export interface operations {
             };
         };
     };
+    people_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                external_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedReviewInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonOutput"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `unsupported_media_type`: send the body as application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    proposals_list: {
+        parameters: {
+            query?: {
+                /** @description Number of results to return per page. */
+                limit?: number;
+                /** @description The initial index from which to return the results. */
+                offset?: number;
+                /** @description Only this person's. */
+                person?: string;
+                /** @description Only those in this state. */
+                status?: "expired" | "kept" | "pending" | "rejected";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedProposalOutputList"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    proposals_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                proposal_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["InputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposalKept"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `bank_full` (the bank latched FULL: offer to drop something), `refused` (a bounded bank kept what it holds; the message names the weakest note) or `conflict` (the write conflicts with what is stored, e.g. a turn that already has its reply). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `unsupported_media_type`: send the body as application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_long` (a cap; the message names the field and its limit), `unknown_ontology_id` (Use an exact ontology id.) or `no_match` (the text to find does not occur in the note). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    proposals_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                proposal_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposalOutput"];
+                };
+            };
+            /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_authenticated`: the API key is missing, unknown, revoked or malformed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `permission_denied`: the key may not do this (an admin-capable key is needed). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `not_found`: nothing with this id in the key's team. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `bank_full` (the bank latched FULL: offer to drop something), `refused` (a bounded bank kept what it holds; the message names the weakest note) or `conflict` (the write conflicts with what is stored, e.g. a turn that already has its reply). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `too_large`: the request body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description `throttled`: too many requests for this key; retry after the Retry-After header's seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
     reads_list: {
         parameters: {
             query?: {
@@ -4184,6 +4736,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WriteOut"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposedOut"];
                 };
             };
             /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
@@ -4598,6 +5158,14 @@ export interface operations {
                     "application/json": components["schemas"]["WriteOut"];
                 };
             };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposedOut"];
+                };
+            };
             /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
             400: {
                 headers: {
@@ -4684,6 +5252,14 @@ export interface operations {
                     "application/json": components["schemas"]["WriteOut"];
                 };
             };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposedOut"];
+                };
+            };
             /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */
             400: {
                 headers: {
@@ -4768,6 +5344,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WriteOut"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposedOut"];
                 };
             };
             /** @description `invalid`: malformed input (a parameter, a path value or the body); `field` names it. */

@@ -77,6 +77,8 @@ export type Message = Schemas["MessageOutput"];
 export type ConversationImportLine = Schemas["ConversationImportLineRequest"];
 export type ConversationImportJob = Schemas["ImportJobOutput"];
 export type Note = Schemas["NoteOutput"];
+/** A note as it stood at a past moment (`listNotes({ asOf })`): no source or repetitions, which the log does not keep. */
+export type NoteAsOf = Schemas["NoteAsOfOutput"];
 export type NoteDeleted = Schemas["NoteDeleted"];
 export type Bank = Schemas["BankOutput"];
 export type BankPolicy = Schemas["PolicyEnum"];

@@ -14,6 +14,7 @@ import {
   TooLong,
   Unprocessable,
   type Note,
+  type NoteAsOf,
 } from "../src/index.js";
 import { admin, client, freshPerson, MNEMO_URL } from "./live.js";
 
@@ -210,6 +211,23 @@ describe("the client against a live Mnemo", () => {
     for await (const note of mnemo.iterNotes({ person, pageSize: 2 }) as AsyncIterable<Note>) keys.push(note.key);
     assert.deepEqual(keys.sort(), ["fact-0", "fact-1", "fact-2", "fact-3", "fact-4"]);
     assert.equal((await mnemo.listNotes({ person, limit: 2, offset: 4 })).results.length, 1);
+  });
+
+  test("notes as of a moment: the content a note had then, and none before it existed", async () => {
+    const mnemo = client();
+    const person = freshPerson("kit");
+    const before = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await mnemo.remember({ person, key: "city", description: "Where Kit lives", content: "Kit lives in Oslo." });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const between = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await mnemo.remember({ person, key: "city", description: "Where Kit lives", content: "Kit lives in Bergen." });
+    assert.deepEqual((await mnemo.listNotes({ person, asOf: before })).results, []);
+    const then = await mnemo.listNotes({ person, asOf: between });
+    assert.deepEqual(then.results.map((note: NoteAsOf) => note.content), ["Kit lives in Oslo."]);
+    assert.deepEqual((await mnemo.listNotes({ person })).results.map((note: Note) => note.content), ["Kit lives in Bergen."]);
+    await assert.rejects(mnemo.listNotes({ person, asOf: "yesterday-ish" }), (error: unknown) => error instanceof Invalid);
   });
 
   test("errors are typed: 401, 404, 400 with its field, 422 too_long", async () => {
