@@ -265,6 +265,7 @@ class ImportJobOutput(serializers.Serializer[queries.ImportProgress]):
     messages_created = serializers.IntegerField(source="job.messages_created")
     messages_present = serializers.IntegerField(source="job.messages_present")
     messages_embedded = serializers.IntegerField()
+    passages_embedded = serializers.IntegerField()
     messages_waiting = serializers.IntegerField()
     messages_deleted = serializers.IntegerField()
     embedder = serializers.CharField()

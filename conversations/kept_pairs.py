@@ -55,7 +55,7 @@ from django.db import connection
 from accounts.models import Agent, Person
 from config.prepared import statement_cursor
 from conversations import quantised
-from conversations.models import Conversation, Message, MessageVector
+from conversations.models import Conversation, Message, MessagePassage, MessageVector
 from conversations.retrieval import NOTHING_FOUND, ROLES, WORDS_B, Found, Scope, length_factor
 from memory.indexing import namespace_for, unit_from_binary
 
@@ -255,10 +255,15 @@ class KeptPair:
         self.store: _ExactVectors | _QuantisedVectors | None = None  # chosen by keep_vectors
         self.present = _Column(np.bool_)
         self.missing: list[int] = []  # live rows without a vector, oldest first
+        # Long messages' windows (conversations.passages): their vectors as they are, and the row
+        # of the message each is of. The meaning half scores a row by its closest vector.
+        self.windows: _Column | None = None
+        self.window_rows = _Column(np.int32)
         self._rotation = 0
 
     def drop_vectors(self) -> None:
         self.where, self.store, self.missing = None, None, []
+        self.windows, self.window_rows = None, _Column(np.int32)
 
     def keep_vectors(self, kind: type[_ExactVectors] | type[_QuantisedVectors]) -> None:
         """Keep the vectors this way from now on: chosen at the pair's first read; a pair that
@@ -285,8 +290,8 @@ class KeptPair:
     def vector_count(self) -> int:
         """Vectors this pair holds room for (what the bound counts; read by other searches while
         this pair's may drop its vectors: the store is read once)."""
-        store = self.store
-        return store.room if store is not None else 0
+        store, windows = self.store, self.windows
+        return (store.room if store is not None else 0) + (len(windows.data) if windows is not None else 0)
 
     @property
     def vectors_complete(self) -> bool:
@@ -327,6 +332,8 @@ class KeptPair:
         if self.store is not None:
             self.present.data[dead] = False
             self.store.zero(dead)
+            if self.windows is not None:
+                self.windows.data[: self.windows.size][np.isin(self.window_rows.view(), dead)] = 0.0
             gone = set(dead.tolist())
             self.missing = [row for row in self.missing if row not in gone]
         self.dead += len(dead)
@@ -414,6 +421,29 @@ class KeptPair:
         if found:
             self.missing = [row for row in self.missing if row not in found]
 
+    def add_windows(self, vectors: list[tuple[int, bytes]]) -> None:
+        """The windows' vectors of messages kept (each (message id, vector in pgvector's binary
+        form)): of the messages a sync appended with their vector, or found one for."""
+        if self.store is None or not vectors:
+            return
+        wanted = np.array(sorted({message_id for message_id, _ in vectors}), dtype=np.int64)
+        rows = np.flatnonzero(np.isin(self.ids.view(), wanted) & self.alive.view())
+        place = dict(zip(self.ids.data[rows].tolist(), rows.tolist(), strict=True))
+        width = self.store.width
+        units, owners = [], []
+        for message_id, sent in vectors:
+            row = place.get(message_id)
+            unit = unit_from_binary(sent, width)
+            if row is not None and unit is not None:
+                units.append(unit)
+                owners.append(row)
+        if not units:
+            return
+        if self.windows is None:
+            self.windows = _Column(np.float32, width)
+        self.windows.extend(np.stack(units))
+        self.window_rows.extend(owners)
+
     # --- the two halves -----------------------------------------------------------------
 
     def keyword_candidates(self, lexemes: Iterable[str], limit: int, *, b: float = WORDS_B) -> Found:
@@ -448,7 +478,10 @@ class KeptPair:
         assert self.store is not None
         size = len(self)
         present = self.present.data[:size].copy()
-        return VectorView(self, self.ids.view()[:size], self.store.scorer(size, present), present)
+        windows = None
+        if self.windows is not None and self.windows.size:
+            windows = (self.windows.view(), self.window_rows.view())
+        return VectorView(self, self.ids.view()[:size], self.store.scorer(size, present), present, windows)
 
     def _best(self, found: np.ndarray, scores: np.ndarray, limit: int) -> Found:
         chosen = _best_first(found, scores, (self.ids.view(), self.stamps.view()), limit)
@@ -463,15 +496,21 @@ class VectorView:
     ids: np.ndarray
     score: Callable[[np.ndarray], np.ndarray]  # each row's similarity to a unit query
     present: np.ndarray
+    # The windows' vectors then, and the row each is of (appended later: not read, as later rows are not).
+    windows: tuple[np.ndarray, np.ndarray] | None = None
 
-    def similar_candidates(self, vector: np.ndarray, limit: int) -> Found:
+    def similar_candidates(self, vector: np.ndarray, limit: int, *, windows: bool = True) -> Found:
         """The exact scan of conversations.retrieval.similar_messages over the kept vectors:
-        similarity above VECTOR_FLOOR, closest first, then the latest recorded."""
+        similarity above VECTOR_FLOOR (a row's closest vector: its own, or one of its windows'
+        unless `windows` is false), closest first, then the latest recorded."""
         norm = float(np.linalg.norm(vector))
         if not len(self.ids) or norm == 0:
             return NOTHING_FOUND
         query = np.asarray(vector, dtype=np.float32) / np.float32(norm)
         similarity = self.score(query)
+        if windows and self.windows is not None:
+            matrix, rows = self.windows
+            np.maximum.at(similarity, rows, (matrix @ query).astype(similarity.dtype, copy=False))
         close = np.flatnonzero(self.present & (similarity > settings.VECTOR_FLOOR))
         return self.pair.found(_best_first(close, similarity, (self.ids,), limit), similarity)
 
@@ -558,10 +597,33 @@ SELECT 2, v.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(v.embedd
 FROM unnest(%(probe)s::bigint[]) AS probed(id)
 JOIN {vectors} v ON v.team_id = %(team)s AND v.message_id = probed.id AND v.model = %(model)s
 WHERE v.namespace = %(namespace)s AND v.dim = %(dim)s
+{windows}
 UNION ALL
 SELECT 3, NULL, (SELECT coalesce(sum(last), 0)::bigint FROM pair), NULL, NULL, NULL, NULL,
        array(SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) ORDER BY 1), NULL, NULL,
        array(SELECT gone FROM unnest(%(kept)s::bigint[]) AS gone WHERE gone NOT IN (SELECT id FROM pair))
+"""
+# The windows' vectors (kind 4) of the messages this read brings with their vector, and of those
+# whose vector it looks for (kind 2): stored before the message's own, they are there when it is.
+_WITH_WINDOWS = f"""
+UNION ALL
+SELECT 4, w.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(w.embedding), NULL, NULL
+FROM pair p
+CROSS JOIN LATERAL (
+    SELECT m.id FROM {Message._meta.db_table} m
+    WHERE m.team_id = %(team)s AND m.conversation_id = p.id
+      AND (m.team_id, m.conversation_id, m."order") > (%(team)s, p.id, p.through)
+) m
+JOIN {MessageVector._meta.db_table} v ON v.team_id = %(team)s AND v.message_id = m.id AND v.model = %(model)s
+JOIN {MessagePassage._meta.db_table} w ON w.message_id = m.id AND w.model = %(model)s
+WHERE p.last > p.through AND (SELECT sum(last) FROM pair) <= least(%(most)s, %(vectors_up_to)s)
+  AND v.namespace = %(namespace)s AND v.dim = %(dim)s AND w.namespace = %(namespace)s AND w.dim = %(dim)s
+UNION ALL
+SELECT 4, w.message_id, NULL, NULL, NULL, NULL, NULL, NULL, vector_send(w.embedding), NULL, NULL
+FROM unnest(%(probe)s::bigint[]) AS probed(id)
+JOIN {MessageVector._meta.db_table} v ON v.team_id = %(team)s AND v.message_id = probed.id AND v.model = %(model)s
+JOIN {MessagePassage._meta.db_table} w ON w.message_id = probed.id AND w.model = %(model)s
+WHERE v.namespace = %(namespace)s AND v.dim = %(dim)s AND w.namespace = %(namespace)s AND w.dim = %(dim)s
 """
 _WITH_VECTOR = f"""(
     SELECT vector_send(v.embedding) FROM {MessageVector._meta.db_table} v
@@ -731,6 +793,7 @@ def _bring_up_to_date(
             kept.keep_vectors(kind)
     kept.append([row[1:9] for row in rows if row[0] == 1])
     kept.fill([(row[1], row[8]) for row in rows if row[0] == 2])
+    kept.add_windows([(row[1], row[8]) for row in rows if row[0] == 4])
     kept.conversations.update(
         (pk, (last, erasures, last_id, version)) for pk, (last, erasures, last_id, _, version) in changed.items()
     )
@@ -786,6 +849,7 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
         message=Message._meta.db_table,
         vectors=MessageVector._meta.db_table,
         vector=_WITH_VECTOR if kept.where is not None else "NULL::bytea",
+        windows=_WITH_WINDOWS if kept.where is not None else "",
     )
     through = list(kept.conversations.items())
     with statement_cursor() as cursor:

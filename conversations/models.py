@@ -157,6 +157,35 @@ class MessageVector(models.Model):
         return f"{self.message_id} @ {self.model}"
 
 
+class MessagePassage(models.Model):
+    """The vector of one window of a long message (conversations.passages), under one model.
+
+    A small model reads only the head of a 3,000-character message; each window is embedded on
+    its own, and the meaning half scores the message by its closest window (or its head vector,
+    a MessageVector). Stored before the message's own vector, in the same embedding task, so a
+    message with a current MessageVector has its windows too. Dropped with the message's vector
+    when it is erased, and with the message.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="passages")
+    start = models.PositiveIntegerField(help_text="The window's first character in the message.")
+    end = models.PositiveIntegerField(help_text="Just after its last character.")
+    namespace = models.CharField(max_length=64, help_text="The tenant the vector belongs to (team:<id>).")
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    embedding = VectorField()
+    embedded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["message", "model", "start"], name="messagepassage_one_per_window"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} [{self.start}:{self.end}] @ {self.model}"
+
+
 class Turn(models.Model):
     """One composed turn: the person's message, what the composer gave, and the agent's reply."""
 

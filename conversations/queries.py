@@ -19,7 +19,7 @@ from accounts.models import Agent, Person
 from config.prepared import Prepared, statement_cursor
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
-from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
+from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
 from conversations.retrieval import (
     CANDIDATES,
     NOTHING_FOUND,
@@ -141,6 +141,8 @@ class Ranking:
     # did Tim recommend to John?" is answered by Tim), unless the two are named together ("Jon and
     # Gina", "both"): the other side then keeps other_speaker_share, as when one side is named.
     subject_first: bool = True
+    # A long message scores its closest window by meaning (conversations.passages), not its head alone.
+    passages: bool = True
 
 
 DEFAULT_RANKING = Ranking()
@@ -161,6 +163,7 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "dates named in the query": replace(DEFAULT_RANKING, dates=False),
     "relative dates (last Friday, two weeks ago, in May)": replace(DEFAULT_RANKING, relative_dates=False),
     "the side named first asked about, when both are": replace(DEFAULT_RANKING, subject_first=False),
+    "long messages' windows by meaning (their heads alone before)": replace(DEFAULT_RANKING, passages=False),
 }
 
 
@@ -456,9 +459,12 @@ class PendingSearch:
         embedder = get_embedder() if self.meaning else None
         if embedder is not None and embedded is not None:
             if self.view is not None:
-                similar = self.view.similar_candidates(embedded, CANDIDATES)
+                similar = self.view.similar_candidates(embedded, CANDIDATES, windows=self.ranking.passages)
             else:
-                pending.append(similar_statement(self.scope, embedded, model=embedder.model, width=embedder.dim)[0])
+                statement = similar_statement(
+                    self.scope, embedded, model=embedder.model, width=embedder.dim, windows=self.ranking.passages
+                )[0]
+                pending.append(statement)
         rows = run_together(pending) if pending else []
         keyword = Found.of_rows(rows.pop(0)) if self.words_query is not None else self.keyword
         if rows:
@@ -641,6 +647,7 @@ class ImportProgress:
     job: ConversationImport
     status: str  # "embedding", "done", or "not_embedding" (no embedder is configured)
     messages_embedded: int
+    passages_embedded: int  # the windows of the long messages among them (conversations.passages)
     messages_waiting: int
     messages_deleted: int  # created by the import, deleted or erased since
     embedder: str
@@ -653,24 +660,21 @@ def import_progress(job: ConversationImport) -> ImportProgress:
         runs |= Q(pk__range=(first, last))
     existing = Message.objects.filter(runs, team_id=job.team_id).count() if job.message_id_runs else 0
     embedder = get_embedder()
-    embedded = 0
+    embedded = passages = 0
     if embedder is not None and job.message_id_runs:
         vector_runs = Q()
         for first, last in job.message_id_runs:
             vector_runs |= Q(message_id__gte=first, message_id__lte=last)
-        embedded = MessageVector.objects.filter(
-            vector_runs,
-            team_id=job.team_id,
-            namespace=namespace_for(job.team_id),
-            model=embedder.model,
-            dim=embedder.dim,
-        ).count()
+        current = {"team_id": job.team_id, "namespace": namespace_for(job.team_id), "model": embedder.model}
+        embedded = MessageVector.objects.filter(vector_runs, **current, dim=embedder.dim).count()
+        passages = MessagePassage.objects.filter(vector_runs, **current, dim=embedder.dim).count()
     waiting = existing - embedded
     state = "not_embedding" if embedder is None else "embedding" if waiting else "done"
     return ImportProgress(
         job=job,
         status=state,
         messages_embedded=embedded,
+        passages_embedded=passages,
         messages_waiting=waiting if embedder is not None else 0,
         messages_deleted=job.messages_created - existing,
         embedder=embedder.model if embedder is not None else "",

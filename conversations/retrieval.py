@@ -16,7 +16,9 @@ fast at 100,000 messages between one agent and one person:
   is not used to *find* messages: it still scores the messages the rarer lexemes found, its count
   in the pair estimated from those statistics (at least the threshold).
   Without statistics (a table never analysed) every lexeme finds, and the half is exact.
-- Meaning: a pair with more than SEARCH_EXACT_UP_TO messages is searched through an HNSW index
+- Meaning: a message scores its closest vector, its head's or one of its windows' (a long
+  message's passages: conversations.passages). A pair with more than SEARCH_EXACT_UP_TO messages
+  is searched through an HNSW index of the heads only
   (migration conversations/0010, built for the local models' width, 384) when the pair holds
   enough of the index; otherwise the pair's own vectors are scanned exactly. pgvector 0.6 filters
   after the index scan, so the approximate path asks the index for enough neighbours that the
@@ -459,9 +461,10 @@ def similar_messages(
 
 
 def similar_statement(
-    scope: Scope, vector: np.ndarray, *, model: str, width: int, limit: int = CANDIDATES
+    scope: Scope, vector: np.ndarray, *, model: str, width: int, limit: int = CANDIDATES, windows: bool = True
 ) -> tuple[Statement, str]:
-    """The query similar_messages runs, and which path it takes."""
+    """The query similar_messages runs, and which path it takes (the exact one scores a long
+    message's windows too, unless `windows` is false)."""
     below = 1.0 - settings.VECTOR_FLOOR
     depth = approximate_depth(scope, width)
     if depth is not None:
@@ -494,6 +497,7 @@ def similar_statement(
         "person": scope.person_id,
         "below": below,
         "limit": limit,
+        "windows": windows,
     }
     return Statement(_EXACT_SQL, params, distances=True), "exact"
 
@@ -521,12 +525,25 @@ SELECT closest.id, closest.conversation_id, closest."order", closest.said, close
        (SELECT length(m.search) FROM conversations_message m WHERE m.id = closest.id), closest.distance
 FROM (
     SELECT p.id, p.conversation_id, p."order", (extract(epoch FROM p.created_at) * 1000000)::bigint AS said, p.role,
-           v.embedding <=> %(query)s::vector AS distance
+           d.distance
     FROM pair p
-    JOIN conversations_messagevector v ON v.message_id = p.id
-    WHERE v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
-      AND v.embedding <=> %(query)s::vector < %(below)s
-    ORDER BY distance, p.id DESC
+    -- The message's closest vector: its head's, or one of its windows' (a long message's passages,
+    -- stored before its head: a message with a head has its windows. None when the windows
+    -- parameter is false: Ranking.passages). least() passes over NULL, what min() gives a message
+    -- without windows. Both by the message's id, in a lateral: the planner has no join to choose.
+    CROSS JOIN LATERAL (
+        SELECT least(
+            v.embedding <=> %(query)s::vector,
+            (SELECT min(w.embedding <=> %(query)s::vector) FROM conversations_messagepassage w
+             WHERE w.message_id = p.id AND w.namespace = %(namespace)s AND w.model = %(model)s AND w.dim = %(dim)s
+               AND %(windows)s::boolean)
+        ) AS distance
+        FROM conversations_messagevector v
+        WHERE v.message_id = p.id AND v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
+        OFFSET 0  -- kept a lateral: flattened into a join, the planner chose the team's vectors again
+    ) d
+    WHERE d.distance < %(below)s
+    ORDER BY d.distance, p.id DESC
     LIMIT %(limit)s
 ) closest
 ORDER BY closest.distance, closest.id DESC

@@ -24,7 +24,8 @@ from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
 from conversations.indexing import MESSAGES
-from conversations.models import Conversation, ConversationImport, Message, MessageVector, Turn
+from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
+from conversations.passages import passage_windows
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.language import text_search_config
@@ -207,6 +208,7 @@ def erase_messages(*, team: Team, message_ids: Iterable[int]) -> MessageErasure:
     now = timezone.now()
     Message.objects.filter(team_id=team.pk, pk__in=[pk for pk, _, _ in erased]).update(content="", erased_at=now)
     MessageVector.objects.filter(team_id=team.pk, message_id__in=[pk for pk, _, _ in erased]).delete()
+    MessagePassage.objects.filter(team_id=team.pk, message_id__in=[pk for pk, _, _ in erased]).delete()
     forget_reads_of(team=team, messages=[pk for pk, _, _ in erased])  # a query that found one may quote it
     for person_id, said in said_by_person.items():  # and so may one that found nothing
         forget_reads_of(team=team, texts=said, person_id=person_id)
@@ -523,9 +525,10 @@ def record_turn(
 def _embed_turn_message(message: Message, vector: Any) -> None:
     """The turn's message keeps the vector its composer computed for it when the embedder embeds a
     search text as it embeds a stored one (Embedder.symmetric): stored after the response, and the
-    worker is spared embedding the same text again. Otherwise it is queued like any message."""
+    worker is spared embedding the same text again. Otherwise it is queued like any message, as is
+    a long one: its windows are embedded with its head (conversations.indexing)."""
     embedder = get_embedder()
-    if vector is not None and embedder is not None and embedder.symmetric:
+    if vector is not None and embedder is not None and embedder.symmetric and not passage_windows(message.content):
         MESSAGES.store_computed(message, vector)
     else:
         MESSAGES.schedule(message.pk)

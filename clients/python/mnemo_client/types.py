@@ -308,6 +308,7 @@ class ConversationImportJob(TypedDict):
     messages_created: int
     messages_present: int
     messages_embedded: int
+    passages_embedded: int
     messages_waiting: int
     messages_deleted: int
     embedder: str
