@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Length
@@ -24,6 +25,11 @@ from memory.embedders import Embedder, get_embedder
 from memory.indexing import IndexedModel, vector_text
 
 
+def windows_of(content: str) -> list[tuple[int, int]]:
+    """The windows a message is embedded as (conversations.passages), none while SEARCH_PASSAGES is off."""
+    return passage_windows(content) if settings.SEARCH_PASSAGES else []
+
+
 @dataclass(frozen=True)
 class MessageIndex(IndexedModel):
     """IndexedModel for messages: a long message's windows are embedded with its head."""
@@ -33,7 +39,7 @@ class MessageIndex(IndexedModel):
         (embedded before messages had windows): the reconciler gives them theirs."""
         embedder = embedder or get_embedder()
         stale = super().stale(embedder, rows)
-        if embedder is None:
+        if embedder is None or not settings.SEARCH_PASSAGES:
             return stale
         rows = (self.model._default_manager.all() if rows is None else rows).exclude(erased_at__isnull=False)
         windows = MessagePassage.objects.filter(message=OuterRef("pk"), model=embedder.model, dim=embedder.dim)
@@ -45,7 +51,7 @@ class MessageIndex(IndexedModel):
         stale = super()._stale_rows(ids, embedder)
         found = {row.pk for row in stale}
         rest = [pk for pk in ids if pk not in found]
-        if not rest:
+        if not rest or not settings.SEARCH_PASSAGES:
             return stale
         windows = MessagePassage.objects.filter(message=OuterRef("pk"), model=embedder.model, dim=embedder.dim)
         unwindowed = list(
@@ -71,7 +77,7 @@ class MessageIndex(IndexedModel):
         rows = self._stale_rows(ids, embedder)
         if not rows:
             return 0
-        windows = [passage_windows(self.text(row)) for row in rows]
+        windows = [windows_of(self.text(row)) for row in rows]
         texts = [self.text(row) for row in rows]
         texts += [self.text(row)[start:end] for row, found in zip(rows, windows, strict=True) for start, end in found]
         vectors = embedder.embed(texts)

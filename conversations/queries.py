@@ -458,11 +458,12 @@ class PendingSearch:
         similar = NOTHING_FOUND
         embedder = get_embedder() if self.meaning else None
         if embedder is not None and embedded is not None:
+            windows = self.ranking.passages and settings.SEARCH_PASSAGES
             if self.view is not None:
-                similar = self.view.similar_candidates(embedded, CANDIDATES, windows=self.ranking.passages)
+                similar = self.view.similar_candidates(embedded, CANDIDATES, windows=windows)
             else:
                 statement = similar_statement(
-                    self.scope, embedded, model=embedder.model, width=embedder.dim, windows=self.ranking.passages
+                    self.scope, embedded, model=embedder.model, width=embedder.dim, windows=windows
                 )[0]
                 pending.append(statement)
         rows = run_together(pending) if pending else []

@@ -23,9 +23,8 @@ from config.text import TextKind, check_text
 from conversations import kept_pairs
 from conversations.composer import PROFILES, Composition, compose
 from conversations.exceptions import ConversationNotFound, InvalidMessage, MessageTooLong, TurnAlreadyAnswered
-from conversations.indexing import MESSAGES
+from conversations.indexing import MESSAGES, windows_of
 from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
-from conversations.passages import passage_windows
 from memory import vectors
 from memory.embedders import get_embedder
 from memory.language import text_search_config
@@ -528,7 +527,7 @@ def _embed_turn_message(message: Message, vector: Any) -> None:
     worker is spared embedding the same text again. Otherwise it is queued like any message, as is
     a long one: its windows are embedded with its head (conversations.indexing)."""
     embedder = get_embedder()
-    if vector is not None and embedder is not None and embedder.symmetric and not passage_windows(message.content):
+    if vector is not None and embedder is not None and embedder.symmetric and not windows_of(message.content):
         MESSAGES.store_computed(message, vector)
     else:
         MESSAGES.schedule(message.pk)

@@ -22,6 +22,12 @@ from tests.http_stub import JsonHandler, serve
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _passages_on(settings):
+    settings.SEARCH_PASSAGES = True
+
+
 HEAD = 512  # characters the stand-in model reads of a text, as a small model's token limit allows
 # The stand-in model's sense: these words mean one thing, said any of these ways.
 SAME = {"fiddl": "violin", "violinist": "violin", "violin": "violin"}
@@ -199,3 +205,14 @@ def test_a_long_message_embedded_before_windows_gets_them_from_the_reconciler(co
     assert MessagePassage.objects.filter(message=long).count() == len(passage_windows(long.content))
     assert not MESSAGES.stale().exists()
     assert not MessagePassage.objects.filter(message=short).exists()
+
+
+def test_without_search_passages_no_window_is_made_or_read(tenant, person, conversation, index_inline, settings):
+    settings.SEARCH_PASSAGES = False
+    with head_only_model(settings):
+        with index_inline():
+            long = record_message(conversation=conversation, role="assistant", content=long_message())
+        assert MessageVector.objects.filter(message=long).exists()
+        assert not MessagePassage.objects.exists()
+        assert not MESSAGES.stale().exists()
+        assert search(tenant, "fiddle") == []  # its head alone says nothing of it
