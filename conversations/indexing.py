@@ -1,9 +1,10 @@
 """Messages in the vector index (memory.indexing): the meaning half of the conversation search.
 
 Registered from ConversationsConfig.ready. `record_message` calls `MESSAGES.schedule`; the
-embedding runs after commit in conversations.tasks.embed_messages. A long message is embedded as
-its head (its MessageVector) and as its windows (conversations.passages: MessagePassage rows),
-in the same batch; the windows are stored first, so a message with a current vector has them.
+embedding runs after commit in conversations.tasks.embed_messages. With SEARCH_PASSAGES on, a long
+message is embedded as its head (its MessageVector) and as its windows (conversations.passages:
+MessagePassage rows), in the same batch; the windows are stored first, so a message with a current
+vector has them.
 """
 
 from __future__ import annotations
