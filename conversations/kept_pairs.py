@@ -849,7 +849,8 @@ def _read(key: Key, kept: KeptPair, *, words: str, config: str, most: int | None
         message=Message._meta.db_table,
         vectors=MessageVector._meta.db_table,
         vector=_WITH_VECTOR if kept.where is not None else "NULL::bytea",
-        windows=_WITH_WINDOWS if kept.where is not None else "",
+        # Windows exist only with SEARCH_PASSAGES on: off, the sync reads no more than before them.
+        windows=_WITH_WINDOWS if kept.where is not None and settings.SEARCH_PASSAGES else "",
     )
     through = list(kept.conversations.items())
     with statement_cursor() as cursor:

@@ -497,9 +497,10 @@ def similar_statement(
         "person": scope.person_id,
         "below": below,
         "limit": limit,
-        "windows": windows,
     }
-    return Statement(_EXACT_SQL, params, distances=True), "exact"
+    if not windows:  # heads only: the statement as it was before windows, no lookup per message
+        return Statement(_EXACT_SQL, params, distances=True), "exact"
+    return Statement(_EXACT_SQL_WITH_WINDOWS, params, distances=True), "exact"
 
 
 # The pair's vectors scanned exactly, closest first (then the latest recorded): written by hand, as
@@ -525,18 +526,40 @@ SELECT closest.id, closest.conversation_id, closest."order", closest.said, close
        (SELECT length(m.search) FROM conversations_message m WHERE m.id = closest.id), closest.distance
 FROM (
     SELECT p.id, p.conversation_id, p."order", (extract(epoch FROM p.created_at) * 1000000)::bigint AS said, p.role,
+           v.embedding <=> %(query)s::vector AS distance
+    FROM pair p
+    JOIN conversations_messagevector v ON v.message_id = p.id
+    WHERE v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
+      AND v.embedding <=> %(query)s::vector < %(below)s
+    ORDER BY distance, p.id DESC
+    LIMIT %(limit)s
+) closest
+ORDER BY closest.distance, closest.id DESC
+"""
+
+# With SEARCH_PASSAGES on: a message scores its closest vector, its head's or a window's.
+_EXACT_SQL_WITH_WINDOWS = """
+WITH pair AS MATERIALIZED (
+    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role
+    FROM conversations_conversation c
+    JOIN conversations_message m ON m.team_id = c.team_id AND m.conversation_id = c.id
+    WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
+)
+SELECT closest.id, closest.conversation_id, closest."order", closest.said, closest.role,
+       -- Only for the closest: the lexemes of every message of the pair are not read.
+       (SELECT length(m.search) FROM conversations_message m WHERE m.id = closest.id), closest.distance
+FROM (
+    SELECT p.id, p.conversation_id, p."order", (extract(epoch FROM p.created_at) * 1000000)::bigint AS said, p.role,
            d.distance
     FROM pair p
     -- The message's closest vector: its head's, or one of its windows' (a long message's passages,
-    -- stored before its head: a message with a head has its windows. None when the windows
-    -- parameter is false: Ranking.passages). least() passes over NULL, what min() gives a message
+    -- stored before its head: a message with a head has its windows). least() passes over NULL, what min() gives a message
     -- without windows. Both by the message's id, in a lateral: the planner has no join to choose.
     CROSS JOIN LATERAL (
         SELECT least(
             v.embedding <=> %(query)s::vector,
             (SELECT min(w.embedding <=> %(query)s::vector) FROM conversations_messagepassage w
-             WHERE w.message_id = p.id AND w.namespace = %(namespace)s AND w.model = %(model)s AND w.dim = %(dim)s
-               AND %(windows)s::boolean)
+             WHERE w.message_id = p.id AND w.namespace = %(namespace)s AND w.model = %(model)s AND w.dim = %(dim)s)
         ) AS distance
         FROM conversations_messagevector v
         WHERE v.message_id = p.id AND v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
