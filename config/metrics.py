@@ -204,6 +204,14 @@ class MetricsMiddleware:
         return response
 
 
+def observe_request(*, route: str, method: str, status: int, seconds: float) -> None:
+    """A request Django's middleware does not see (the MCP server at /mcp), counted as MetricsMiddleware counts."""
+    if settings.METRICS_ENABLED:
+        made = families()
+        made.http_requests.labels(route, method if method in METHODS else "other", str(status)).inc()
+        made.http_duration.labels(route).observe(seconds)
+
+
 # --- the scrape -------------------------------------------------------------------------------
 
 

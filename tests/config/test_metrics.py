@@ -244,6 +244,13 @@ def test_every_family_counts_across_two_web_processes_and_a_worker(
     missing = api.post("/api/v1/tools/forget_memory", json={"person": PERSON, "key": "no-such-note"})
     assert missing.status_code == 404
     assert api.get(f"/api/v1/people/{PERSON}").status_code == 200
+    # The MCP server, which answers outside Django's middleware, is counted under its own route.
+    listed = api.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert listed.status_code == 200, listed.text
 
     before = scrape(web)
     # Nothing has embedded the note or the messages yet: no worker runs, their tasks wait in the queue.
@@ -256,6 +263,7 @@ def test_every_family_counts_across_two_web_processes_and_a_worker(
     assert total(before, "mnemo_http_requests_total", route="api/v1/turns", method="POST", status="201") == 4
     assert total(before, "mnemo_http_requests_total", route="api/v1/turns/<int:turn_id>/reply", status="201") == 4
     assert total(before, "mnemo_http_requests_total", route="api/v1/people/<path:external_id>", status="200") == 1
+    assert total(before, "mnemo_http_requests_total", route="mcp", method="POST", status="200") == 1
     assert total(before, "mnemo_http_request_duration_seconds_count", route="api/v1/turns") == 4
     assert total(before, "mnemo_rate_limited_total", scope="api") == 15
     assert total(before, "mnemo_tool_calls_total", tool="remember", outcome="ok") == 1
