@@ -65,7 +65,7 @@ def test_a_team_admin_pages_through_the_team_and_finds_a_person_by_name(page: Pa
 
     # Muting on the found page keeps it: the redrawn list is still the search's.
     page.get_by_role("button", name="Mute").click()
-    expect(page.get_by_text("Muted for Coach: it does not see these notes")).to_be_visible()
+    expect(page.get_by_text("Muted for Coach: it is not given these notes")).to_be_visible()
     assert people_shown(page) == ["Grace Hopper"]
 
     page.get_by_role("link", name="Show everyone").click()
