@@ -15,6 +15,7 @@ import type {
   Message,
   Mute,
   MutesCreated,
+  MuteTarget,
   Note,
   NoteAsOf,
   NoteDeleted,
@@ -22,6 +23,9 @@ import type {
   Person,
   PersonErased,
   Profile,
+  Proposal,
+  ProposalKept,
+  ProposalStatus,
   Read,
   RecallArgs,
   RecallMemoriesArgs,
@@ -272,6 +276,14 @@ export class Mnemo {
     return this.request({ method: "DELETE", path: `/api/v1/people/${segment(person)}`, params });
   }
 
+  /**
+   * Turn review on or off for a person (needs an admin-capable key): while it is on, what agents and
+   * the curator learn about them waits as proposals (listProposals) until it is kept.
+   */
+  setReviewWrites(person: string, review: boolean): Promise<Person> {
+    return this.request({ method: "PATCH", path: `/api/v1/people/${segment(person)}`, body: { review_writes: review } });
+  }
+
   // --- the ten tools --------------------------------------------------------------------------
 
   /** The tool schemas: mnemo `{name, description, parameters}`, openai or anthropic function-calling form. */
@@ -509,6 +521,31 @@ export class Mnemo {
     return this.request({ method: "GET", path: "/api/v1/exports", params: { person } });
   }
 
+  // --- review: proposals (admin-capable key) ---------------------------------------------------
+
+  /** What waits for (or was decided on) people's review, oldest first. */
+  listProposals(options: { person?: string; status?: ProposalStatus; limit?: number; offset?: number } = {}): Promise<Page<Proposal>> {
+    return this.request({ method: "GET", path: "/api/v1/proposals", params: options });
+  }
+
+  iterProposals(options: { person?: string; status?: ProposalStatus; pageSize?: number } = {}): Paginator<Proposal> {
+    const { pageSize, ...filters } = options;
+    return this.paginate("/api/v1/proposals", filters, pageSize ?? DEFAULT_PAGE_SIZE);
+  }
+
+  /**
+   * Keep a proposal: it is written through the write path (caps and the FULL latch apply, and refuse
+   * as for any write), with `content` instead of the proposed text when given.
+   */
+  approveProposal(proposal: number, options: { content?: string } = {}): Promise<ProposalKept> {
+    return this.request({ method: "POST", path: `/api/v1/proposals/${segment(proposal)}/approve`, body: given(options) });
+  }
+
+  /** Don't keep a proposal: nothing is written, and its words are blanked. */
+  rejectProposal(proposal: number): Promise<Proposal> {
+    return this.request({ method: "POST", path: `/api/v1/proposals/${segment(proposal)}/reject` });
+  }
+
   // --- the retrieval audit and mutes (admin-capable key) --------------------------------------
 
   /** The team's reads, newest first: what each agent asked about a person and which notes came back. */
@@ -536,14 +573,16 @@ export class Mnemo {
   }
 
   /**
-   * Mute a category of what is known about a person for one agent (by slug), or for every agent of
-   * the team when none is named: its notes are withheld from that agent until unmuted.
+   * Mute a category, or one note (its id), of what is known about a person for one agent (its slug),
+   * or for every agent of the team when none is named: that agent is not given the notes, the
+   * messages they were learned from or the summaries built from those until unmuted. Nothing is
+   * deleted. Name exactly one of category and note. Answers one mute per agent.
    */
-  mute(mute: { person: string; category: string; agent?: string }): Promise<MutesCreated> {
+  mute(mute: MuteTarget): Promise<MutesCreated> {
     return this.request({ method: "POST", path: "/api/v1/mutes", body: given(mute) });
   }
 
-  /** Remove a mute: the agent is shown the category's notes again. */
+  /** Remove a mute: the agent is given everything it withheld again. */
   async unmute(mute: number): Promise<void> {
     await this.request({ method: "DELETE", path: `/api/v1/mutes/${segment(mute)}` });
   }

@@ -58,7 +58,14 @@ export interface ToolSignatures {
   search_conversation: [SearchConversationArgs, SearchConversationResult];
 }
 
-export type WriteResult = Schemas["WriteOut"];
+/**
+ * What a write did: `action` is created, updated, unchanged or deleted; or, while the person reviews
+ * what is kept (HTTP 202), a Proposed answer: `status` "proposed", `id` null and `proposal` the id of
+ * what waits for their approval (approveProposal / rejectProposal).
+ */
+export type WriteResult = Schemas["WriteOut"] | Proposed;
+/** A write made while the person reviews what is kept: it waits as a proposal (HTTP 202). */
+export type Proposed = Schemas["ProposedOut"];
 export type RecallMemoriesResult = Schemas["RecallMemoriesOut"];
 export type SearchResult = Schemas["SearchOut"];
 export type RecallResult = Schemas["RecallOut"];
@@ -89,6 +96,15 @@ export type ImportReport = Schemas["ImportReport"];
 export type Read = Schemas["ReadOutput"];
 export type Mute = Schemas["MuteOutput"];
 export type MutesCreated = Schemas["MutesCreated"];
+/** What to mute: a category, or one note (its id), never both; for one agent (slug) or, without one, every agent. */
+export type MuteTarget =
+  | { person: string; category: string; note?: never; agent?: string }
+  | { person: string; note: number; category?: never; agent?: string };
+/** A write waiting for (or decided on) the person's review; a decided proposal's words are blank. */
+export type Proposal = Schemas["ProposalOutput"];
+export type ProposalStatus = Schemas["ProposalOutputStatusEnum"];
+/** A kept proposal and what its write did. */
+export type ProposalKept = Schemas["ProposalKept"];
 export type WebhookEventType = Schemas["EventsEnum"];
 /** A webhook subscription: events of these types about the team's people are POSTed to url. */
 export type Webhook = Schemas["SubscriptionOutput"];

@@ -13,6 +13,7 @@ import {
   TOOL_NAMES,
   TooLong,
   Unprocessable,
+  type MuteTarget,
   type Note,
   type NoteAsOf,
 } from "../src/index.js";
@@ -186,6 +187,55 @@ describe("the client against a live Mnemo", () => {
 
     const erased = await boss.erasePerson(person);
     assert.equal(erased.erased["notes"], 1);
+  });
+
+  test("a mute of one note hides it from the agent until unmuted", async () => {
+    const mnemo = client();
+    const boss = admin();
+    const me = await mnemo.me();
+    const person = freshPerson("ines");
+    const written = await mnemo.remember({ person, key: "allergy", description: "What Ines is allergic to", content: "Ines is allergic to walnuts." });
+    const hits = async (): Promise<string[]> => (await mnemo.recallMemories({ person, query: "walnuts allergy" })).results.map((hit) => hit.key);
+    assert.deepEqual(await hits(), ["allergy"]);
+
+    const created = await boss.mute({ person, note: written.id!, agent: me.agent });
+    assert.deepEqual(created.mutes.map((mute) => [mute.note, mute.category, mute.agent]), [[written.id, null, me.agent]]);
+    assert.deepEqual(await hits(), []);
+    await boss.unmute(created.mutes[0]!.id);
+    assert.deepEqual(await hits(), ["allergy"]);
+
+    await assert.rejects(boss.mute({ person, note: 2_000_000_000 }), NotFound);
+    const both = { person, category: "health", note: written.id! } as unknown as MuteTarget;
+    await assert.rejects(boss.mute(both), Invalid);
+  });
+
+  test("review: writes wait as proposals until kept or not", async () => {
+    const mnemo = client();
+    const boss = admin();
+    const person = freshPerson("jo");
+    await mnemo.registerPerson(person);
+    assert.equal((await boss.setReviewWrites(person, true)).review_writes, true);
+
+    const proposed = await mnemo.remember({ person, key: "city", description: "Where Jo lives", content: "Jo lives in Lisbon." });
+    assert.ok("status" in proposed, JSON.stringify(proposed));
+    assert.equal(proposed.status, "proposed");
+    assert.equal(proposed.id, null);
+    const pending = await boss.listProposals({ person, status: "pending" });
+    assert.deepEqual(pending.results.map((proposal) => [proposal.id, proposal.status, proposal.content]), [[proposed.proposal, "pending", "Jo lives in Lisbon."]]);
+    assert.deepEqual(await mnemo.recallMemories({ person, query: "Lisbon" }).then((found) => found.results), []);
+
+    const kept = await boss.approveProposal(proposed.proposal);
+    assert.deepEqual([kept.proposal.status, kept.action, kept.key], ["kept", "created", "city"]);
+    assert.deepEqual((await mnemo.recallMemories({ person, query: "where does Jo live" })).results.map((hit) => hit.content), ["Jo lives in Lisbon."]);
+
+    const second = await mnemo.remember({ person, key: "pet", description: "Jo's pet", content: "Jo has a parrot." });
+    assert.ok("proposal" in second, JSON.stringify(second));
+    const rejected = await boss.rejectProposal(second.proposal);
+    assert.deepEqual([rejected.id, rejected.status, rejected.content], [second.proposal, "rejected", ""]);
+    assert.deepEqual((await boss.iterProposals({ person }).toArray()).map((proposal) => proposal.status), ["kept", "rejected"]);
+
+    await assert.rejects(mnemo.listProposals({ person }), PermissionDenied);
+    await boss.erasePerson(person);
   });
 
   test("the tool list and callTool", async () => {
