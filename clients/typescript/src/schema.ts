@@ -971,6 +971,7 @@ export interface components {
             messages_created: number;
             messages_present: number;
             messages_embedded: number;
+            passages_embedded: number;
             messages_waiting: number;
             messages_deleted: number;
             embedder: string;
