@@ -514,7 +514,7 @@ def similar_statement(
 # for each message): the pair times the team, 20-40 ms a turn for a pair of 640 messages. The pair
 # is the team's (its conversations are), and so are its messages' vectors, in the team's
 # namespace: no condition on the vectors' team is left for the planner to pick that index by.
-_EXACT_SQL = """
+_PAIR_CLOSEST = """
 WITH pair AS MATERIALIZED (
     SELECT m.id, m.conversation_id, m."order", m.created_at, m.role
     FROM conversations_conversation c
@@ -526,35 +526,31 @@ SELECT closest.id, closest.conversation_id, closest."order", closest.said, close
        (SELECT length(m.search) FROM conversations_message m WHERE m.id = closest.id), closest.distance
 FROM (
     SELECT p.id, p.conversation_id, p."order", (extract(epoch FROM p.created_at) * 1000000)::bigint AS said, p.role,
-           v.embedding <=> %(query)s::vector AS distance
-    FROM pair p
-    JOIN conversations_messagevector v ON v.message_id = p.id
-    WHERE v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
-      AND v.embedding <=> %(query)s::vector < %(below)s
-    ORDER BY distance, p.id DESC
+           <DISTANCES>
     LIMIT %(limit)s
 ) closest
 ORDER BY closest.distance, closest.id DESC
 """
 
-# With SEARCH_PASSAGES on: a message scores its closest vector, its head's or a window's.
-_EXACT_SQL_WITH_WINDOWS = """
-WITH pair AS MATERIALIZED (
-    SELECT m.id, m.conversation_id, m."order", m.created_at, m.role
-    FROM conversations_conversation c
-    JOIN conversations_message m ON m.team_id = c.team_id AND m.conversation_id = c.id
-    WHERE c.team_id = %(team)s AND c.agent_id = %(agent)s AND c.person_id = %(person)s
-)
-SELECT closest.id, closest.conversation_id, closest."order", closest.said, closest.role,
-       -- Only for the closest: the lexemes of every message of the pair are not read.
-       (SELECT length(m.search) FROM conversations_message m WHERE m.id = closest.id), closest.distance
-FROM (
-    SELECT p.id, p.conversation_id, p."order", (extract(epoch FROM p.created_at) * 1000000)::bigint AS said, p.role,
-           d.distance
+# Each message's head vector.
+_EXACT_SQL = _PAIR_CLOSEST.replace(
+    "<DISTANCES>",
+    """v.embedding <=> %(query)s::vector AS distance
     FROM pair p
-    -- The message's closest vector: its head's, or one of its windows' (a long message's passages,
-    -- stored before its head: a message with a head has its windows). least() passes over NULL, what min() gives a message
-    -- without windows. Both by the message's id, in a lateral: the planner has no join to choose.
+    JOIN conversations_messagevector v ON v.message_id = p.id
+    WHERE v.namespace = %(namespace)s AND v.model = %(model)s AND v.dim = %(dim)s
+      AND v.embedding <=> %(query)s::vector < %(below)s
+    ORDER BY distance, p.id DESC""",
+)
+
+# With SEARCH_PASSAGES on: a message scores its closest vector, its head's or one of its windows'
+# (a long message's passages, stored before its head: a message with a head has its windows).
+# least() passes over NULL, what min() gives a message without windows. Both by the message's id,
+# in a lateral: the planner has no join to choose.
+_EXACT_SQL_WITH_WINDOWS = _PAIR_CLOSEST.replace(
+    "<DISTANCES>",
+    """d.distance
+    FROM pair p
     CROSS JOIN LATERAL (
         SELECT least(
             v.embedding <=> %(query)s::vector,
@@ -566,11 +562,8 @@ FROM (
         OFFSET 0  -- kept a lateral: flattened into a join, the planner chose the team's vectors again
     ) d
     WHERE d.distance < %(below)s
-    ORDER BY d.distance, p.id DESC
-    LIMIT %(limit)s
-) closest
-ORDER BY closest.distance, closest.id DESC
-"""
+    ORDER BY d.distance, p.id DESC""",
+)
 
 
 @dataclass(frozen=True)
