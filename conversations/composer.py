@@ -341,7 +341,11 @@ class _Composer:
         if not self._searches() or allowed <= len(PASSAGES_HEADER) + 1:
             return
         self._search = start_search(
-            agent=self.agent, person=self.person, query=self.message.content, now=self.message.created_at
+            agent=self.agent,
+            person=self.person,
+            query=self.message.content,
+            now=self.message.created_at,
+            leave_out=frozenset({self.message.pk}),
         )
 
     def _searches(self) -> bool:

@@ -32,6 +32,7 @@ from conversations.retrieval import (
     run_together,
     similar_statement,
 )
+from conversations.subjects import pronoun_side
 from memory.embedders import get_embedder
 from memory.indexing import namespace_for
 from memory.language import text_search_config
@@ -83,6 +84,11 @@ SECOND_NEIGHBOUR_SHARE = 0.2
 # message says what it means on its own. Chosen on the LongMemEval tune half and the LoCoMo dev
 # half; rank_messages' turn recall@10 there: 79.7 -> 89.4 and 80.2 -> 80.0.
 NEIGHBOURS_UP_TO = 24
+# And one longer than NEIGHBOURS_GIVE_UP_TO gives its neighbours that much less of its own score:
+# a 300-word answer that matches the query somewhere does not lift the short question before it
+# and the thanks after it above messages that match on their own (LongMemEval's long turns; on
+# LoCoMo's short ones it changes little).
+NEIGHBOURS_GIVE_UP_TO = 12
 # When a query names one side of the conversation ("What did Melanie paint?", with Melanie the
 # person or the agent's name), the other side's messages keep this share of their score, what
 # their neighbours gave them included: what a person did is mostly said by that person. They still
@@ -143,6 +149,12 @@ class Ranking:
     subject_first: bool = True
     # A long message scores its closest window by meaning (conversations.passages), not its head alone.
     passages: bool = True
+    # A query that names neither side asks about the side its pronouns name (conversations.subjects:
+    # "my" the person, "you recommended" the agent): the other side keeps other_speaker_share.
+    pronouns: bool = True
+    # Messages longer than this (distinct lexemes) give their neighbours that much less of their
+    # scores; 0: all give them whole.
+    neighbours_give_up_to: int = NEIGHBOURS_GIVE_UP_TO
 
 
 DEFAULT_RANKING = Ranking()
@@ -164,6 +176,10 @@ RANKING_CHANGES: dict[str, Ranking] = {
     "relative dates (last Friday, two weeks ago, in May)": replace(DEFAULT_RANKING, relative_dates=False),
     "the side named first asked about, when both are": replace(DEFAULT_RANKING, subject_first=False),
     "long messages' windows by meaning (their heads alone before)": replace(DEFAULT_RANKING, passages=False),
+    "pronouns naming the side asked about (none before)": replace(DEFAULT_RANKING, pronouns=False),
+    "long messages give their neighbours a smaller share (all whole before)": replace(
+        DEFAULT_RANKING, neighbours_give_up_to=0
+    ),
 }
 
 
@@ -346,6 +362,8 @@ def _read_query(agent: Agent, person: Person, query: str, ranking: Ranking, now:
         pattern = r"\b(?:" + "|".join(re.escape(name) for name in named) + r")(?:'s)?\b"
         meaning_query = re.sub(pattern, " ", query, flags=re.IGNORECASE).strip() or query
     about = _asked_about(named, query) if ranking.subject_first else named
+    if not about and ranking.pronouns and (side := pronoun_side(query)) is not None:
+        about = {"(pronoun)": side}
     return _ReadQuery(query, terms, dates, meaning_query, about)
 
 
@@ -367,10 +385,13 @@ def start_search(
     query: str,
     ranking: Ranking = DEFAULT_RANKING,
     now: datetime | None = None,
+    leave_out: frozenset[int] = frozenset(),
 ) -> PendingSearch:
     """rank_candidates up to the query's vector: the pair synced and the words half run, while the
     query is still being embedded. PendingSearch.finish waits for the vector and ranks (the
-    composer reads the turn's notes in between)."""
+    composer reads the turn's notes in between). The messages of `leave_out` are not candidates:
+    a turn's own message, recorded before its search, would be the best match of its own words and
+    meaning, and every other candidate's keyword score is scaled against the best one's."""
     read = _read_query(agent, person, query, ranking, now)
     if read is None:
         return PendingSearch(ranking=ranking)
@@ -392,7 +413,7 @@ def start_search(
         # what it cannot answer goes to the database as before (conversations.retrieval).
         pending = PendingSearch(
             ranking=ranking, named=about, dates=dates, scope=pair.scope, soon=soon, kept_vector=kept,
-            meaning=embedder is not None,
+            meaning=embedder is not None, leave_out=leave_out,
         )  # fmt: skip
         if ranking.words and pair.kept is not None:
             pending.keyword = pair.kept.keyword_candidates(pair.scope.lexemes, CANDIDATES, b=ranking.length_b)
@@ -440,6 +461,7 @@ class PendingSearch:
     words_query: Statement | None = None
     view: kept_pairs.VectorView | None = None  # the kept pair's vectors, for the meaning half here
     ranked: Future[RankedMessages] | None = None  # ranked by the thread computing the query's vector
+    leave_out: frozenset[int] = frozenset()  # messages that are not candidates (start_search)
 
     def finish(self) -> RankedMessages:
         """Wait for the query's vector, run the meaning half, and rank every candidate."""
@@ -470,6 +492,7 @@ class PendingSearch:
         keyword = Found.of_rows(rows.pop(0)) if self.words_query is not None else self.keyword
         if rows:
             similar = Found.of_rows(rows[0])
+        keyword, similar = keyword.without(self.leave_out), similar.without(self.leave_out)
         ranked = _rank(keyword, similar, named=self.named, dates=self.dates, ranking=self.ranking, degraded=degraded)
         ranked.team_id = self.scope.team_id
         return ranked
@@ -528,7 +551,11 @@ def _rank(
         if inside.any():
             own = np.where(inside, own, own * DATE_SHARE)
 
-    neighbours = _Neighbours(conversations, orders, own)
+    # What each gives its neighbours: a long message less than its own (NEIGHBOURS_GIVE_UP_TO).
+    given = own
+    if ranking.neighbours_give_up_to:
+        given = own * np.minimum(1.0, ranking.neighbours_give_up_to / np.maximum(lengths, 1))
+    neighbours = _Neighbours(conversations, orders, given)
     # A message longer than NEIGHBOURS_UP_TO lexemes says what it means on its own: it takes that
     # much less of its neighbours' scores (an assistant's long answer is not lifted by the question
     # before it; "Yes, last Tuesday!" still is).

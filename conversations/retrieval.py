@@ -93,6 +93,18 @@ class Found:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def without(self, ids: frozenset[int]) -> Found:
+        """These candidates but the messages of `ids`."""
+        if not ids or not len(self.ids):
+            return self
+        kept = ~np.isin(self.ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+        if kept.all():
+            return self
+        return Found(*(getattr(self, name)[kept] for name in _COLUMNS))
+
+
+_COLUMNS = ("ids", "conversations", "orders", "stamps", "roles", "lengths", "scores")
+
 
 def _nothing(dtype: type) -> np.ndarray:
     empty: np.ndarray = np.zeros(0, dtype=dtype)

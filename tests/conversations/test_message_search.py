@@ -432,7 +432,7 @@ def test_the_words_half_evens_out_message_length(tenant, person, conversation, s
     chat(conversation, [("Tell me about the studio", rambling)], days_ago=1)  # newer: first on a tie
 
     def ranked(ranking):
-        asked = rank_messages(agent=tenant.agent, person=person, query="When is my pottery class?", ranking=ranking)
+        asked = rank_messages(agent=tenant.agent, person=person, query="When is the pottery class?", ranking=ranking)
         return texts(asked.hits)
 
     words_only = Ranking(meaning=False)
@@ -440,3 +440,79 @@ def test_the_words_half_evens_out_message_length(tenant, person, conversation, s
     # Both hold "pottery" and "class": without the normalisation they tie, and the newer goes first.
     assert ranked(replace(words_only, length_b=0.0))[0] == rambling
     assert ranked(DEFAULT_RANKING)[0] == short
+
+
+def test_a_query_naming_no_side_asks_about_the_side_its_pronouns_name(tenant, conversation):
+    from conversations.queries import DEFAULT_RANKING
+
+    person = conversation.person
+    # Both say the same words; the agent said them later, so alike they rank the agent's first.
+    said = record_message(conversation=conversation, role="user", content="Dune is the novel worth reading")
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    replied = record_message(conversation=later, role="assistant", content="Dune is the novel worth reading")
+
+    def first(query, ranking=DEFAULT_RANKING):
+        return rank_messages(agent=tenant.agent, person=person, query=query, limit=2, ranking=ranking).hits[0]
+
+    assert first("Which novel did I say was worth reading?").message.pk == said.pk
+    assert first("Which novel worth reading did you recommend?").message.pk == replied.pk
+    # A bare "you" names no side: both rank alike.
+    assert first("Can you name a novel worth reading?").message.pk == replied.pk
+    # Without the rule, the pronouns count for nothing.
+    alike = replace(DEFAULT_RANKING, pronouns=False)
+    assert first("Which novel did I say was worth reading?", alike).message.pk == replied.pk
+
+
+def test_a_long_message_gives_its_neighbours_a_smaller_share(tenant, person, conversation):
+    from conversations.queries import DEFAULT_RANKING, NEIGHBOURS_GIVE_UP_TO
+
+    long_answer = (
+        "Here are some ideas for your garden: plant tomatoes along the south fence, keep basil near "
+        "the kitchen door, water deeply twice a week, mulch the beds with straw, rotate the beans "
+        "every season, prune the apple tree in late winter, net the strawberries against birds, sow "
+        "lettuce every fortnight, stake the dahlias before they flop, leave a wild corner for bees, "
+        "and compost coffee grounds for the roses"
+    )
+    thanks, roses = (
+        "Thanks, the roses in the front yard look great now, all of them, even the old ones",
+        "The roses look great",
+    )
+    chat(conversation, [("Any tips?", long_answer), (thanks, "Glad to help")])
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
+    chat(later, [(roses, "Lovely")])
+
+    def ranked(ranking=DEFAULT_RANKING):
+        found = rank_messages(
+            agent=tenant.agent, person=person, query="what about the roses and the compost?", limit=5, ranking=ranking
+        )
+        return texts(found.hits)
+
+    assert len(set(long_answer.split())) > NEIGHBOURS_GIVE_UP_TO
+    # On its own words the thanks after the long answer comes a little below the later roses; the
+    # answer, which matches the query somewhere in its seventy words, lifts it less than that.
+    found = ranked()
+    assert found.index(roses) < found.index(thanks)
+    whole = ranked(replace(DEFAULT_RANKING, neighbours_give_up_to=0))
+    assert whole.index(thanks) < whole.index(roses)
+
+
+def test_a_message_left_out_is_no_candidate_and_does_not_scale_the_others(tenant, person, conversation):
+    """The composer leaves the turn's own message out of its search: recorded before the search, it
+    would match its own words best, and every other keyword score is scaled against the best one's."""
+    from conversations.queries import start_search
+
+    said = say(conversation, "We booked the cabin for August")
+    say(conversation, "Great, I will pack the fishing rods", role="assistant")
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)  # no neighbour of theirs
+    asked = say(later, "Which cabin did we book for the August trip by the lake?")
+
+    def ranked(leave_out=frozenset()):
+        query = asked.content
+        return start_search(agent=tenant.agent, person=person, query=query, leave_out=leave_out).finish()
+
+    every = ranked()
+    assert every.best_first[0] == asked.pk
+    without = ranked(frozenset({asked.pk}))
+    assert asked.pk not in without.best_first
+    assert without.best_first[0] == said.pk
+    assert without.totals[said.pk] > every.totals[said.pk]

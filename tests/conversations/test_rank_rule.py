@@ -55,7 +55,11 @@ def plain_rule(
         if len(outside) < len(found):
             for pk in outside:
                 own[pk] *= DATE_SHARE
-    placed = {(row[1], row[2]): own[pk] for pk, row in found.items()}
+    # A long message gives its neighbours less of its own score.
+    up_to = ranking.neighbours_give_up_to
+    placed = {
+        (row[1], row[2]): own[pk] * min(1.0, up_to / max(row[5], 1)) if up_to else own[pk] for pk, row in found.items()
+    }
     totals: dict[int, float] = {}
     for pk, (_, conversation, order, _, role, length, _) in found.items():
         # A long message takes less of its neighbours' scores.
@@ -153,12 +157,29 @@ def test_a_long_message_takes_less_of_its_neighbours_scores() -> None:
         (2, 5, 11, stamp, "assistant", 4 * up_to, 0.5),  # a long answer: a quarter of the share
         (3, 5, 12, stamp, "user", up_to, 0.5),  # just within: the whole share
     ]
-    ranked = _rank(Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[], ranking=DEFAULT_RANKING, degraded="")
+    taking = replace(DEFAULT_RANKING, neighbours_give_up_to=0)  # every message gives its whole score
+    ranked = _rank(Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[], ranking=taking, degraded="")
     share, second = DEFAULT_RANKING.neighbour_share, DEFAULT_RANKING.second_neighbour_share
     assert ranked.totals[2] == 0.5 + 0.25 * share * (1.0 + 0.5)
     assert ranked.totals[3] == 0.5 + share * 0.5 + second * 1.0
     whole = _rank(
         Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[],
-        ranking=replace(DEFAULT_RANKING, neighbours_up_to=0), degraded="",
+        ranking=replace(taking, neighbours_up_to=0), degraded="",
     )  # fmt: skip
     assert whole.totals[2] == 0.5 + share * (1.0 + 0.5)
+
+
+def test_a_long_message_gives_less_of_its_score_to_its_neighbours() -> None:
+    stamp = _microseconds(START + timedelta(days=1))
+    up_to = DEFAULT_RANKING.neighbours_give_up_to
+    giving = replace(DEFAULT_RANKING, neighbours_up_to=0)  # every message takes its whole share
+    keyword: list[Row] = [
+        (1, 5, 10, stamp, "assistant", 4 * up_to, 1.0),  # a long answer: a quarter of its score
+        (2, 5, 11, stamp, "user", 2, 0.25),  # "thanks, the roses..."
+        (3, 5, 12, stamp, "assistant", up_to, 0.5),  # just within: its whole score
+    ]
+    ranked = _rank(Found.of_rows(keyword), Found.of_rows([]), named={}, dates=[], ranking=giving, degraded="")
+    share, second = DEFAULT_RANKING.neighbour_share, DEFAULT_RANKING.second_neighbour_share
+    assert ranked.totals[2] == 0.25 + share * (1.0 * 0.25 + 0.5)
+    assert ranked.totals[3] == 0.5 + share * 0.25 + second * (1.0 * 0.25)
+    assert ranked.totals[1] == 1.0 + share * 0.25 + second * 0.5
