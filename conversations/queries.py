@@ -22,6 +22,7 @@ from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
 from conversations.retrieval import (
     CANDIDATES,
+    FOUND_COLUMNS,
     NOTHING_FOUND,
     ROLES,
     WORDS_B,
@@ -518,8 +519,7 @@ def _rank(
     if not len(keyword) and not len(similar):
         return RankedMessages([], {}, degraded)
     ids, conversations, orders, stamps, roles, lengths, scores = (
-        np.concatenate([getattr(keyword, name), getattr(similar, name)])
-        for name in ("ids", "conversations", "orders", "stamps", "roles", "lengths", "scores")
+        np.concatenate([getattr(keyword, name), getattr(similar, name)]) for name in FOUND_COLUMNS
     )
     words = len(keyword)
     # Each row's own score: the keyword score over the best one's, or the meaning half's share.

@@ -38,7 +38,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
 import numpy as np
@@ -100,10 +100,10 @@ class Found:
         kept = ~np.isin(self.ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
         if kept.all():
             return self
-        return Found(*(getattr(self, name)[kept] for name in _COLUMNS))
+        return Found(*(getattr(self, name)[kept] for name in FOUND_COLUMNS))
 
 
-_COLUMNS = ("ids", "conversations", "orders", "stamps", "roles", "lengths", "scores")
+FOUND_COLUMNS = tuple(column.name for column in fields(Found))  # in a Row's order
 
 
 def _nothing(dtype: type) -> np.ndarray:

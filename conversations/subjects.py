@@ -1,4 +1,4 @@
-"""Whose words a query asks about, read from its pronouns. Pure functions: no database, no Django.
+"""Whose words a query asks about, read from its pronouns (no database read).
 
 A search runs for the agent in its conversation with one person, so the query's pronouns have
 fixed referents: "I", "me", "my" are the person ("What brand are my favourite running shoes?" is
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 
-USER = "user"
-ASSISTANT = "assistant"
+from conversations.models import Message
 
 # A verb of saying or giving advice, in the past, within two words after "you" ("you told me",
 # "you had recommended", "you once mentioned").
@@ -28,10 +27,10 @@ _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.
 
 
 def pronoun_side(query: str) -> str | None:
-    """The role whose messages `query` asks about by its pronouns (USER, ASSISTANT), or None."""
+    """The role whose messages `query` asks about by its pronouns, or None."""
     text = query.replace("\u2019", "'")
     if _AGENT_SAID.search(text):
-        return ASSISTANT
+        return Message.Role.ASSISTANT
     if _FIRST_PERSON.search(text):
-        return USER
+        return Message.Role.USER
     return None

@@ -299,6 +299,23 @@ def test_the_other_sides_question_lifts_the_named_sides_answer(tenant, conversat
     assert before.index(other) < before.index(answer)
 
 
+def said_by_both(tenant, conversation, content):
+    """The same words said by the person, then by the agent in a later conversation: alike, they
+    rank the agent's first (the later said)."""
+    said = record_message(conversation=conversation, role="user", content=content)
+    later = start_conversation(team=tenant.team, agent=tenant.agent, person=conversation.person)
+    return said, record_message(conversation=later, role="assistant", content=content)
+
+
+def first_hit(tenant, person):
+    from conversations.queries import DEFAULT_RANKING
+
+    def first(query, ranking=DEFAULT_RANKING):
+        return rank_messages(agent=tenant.agent, person=person, query=query, limit=2, ranking=ranking).hits[0]
+
+    return first
+
+
 def test_when_both_sides_are_named_the_first_is_the_one_asked_about_unless_named_together(tenant, conversation):
     from dataclasses import replace
 
@@ -307,13 +324,8 @@ def test_when_both_sides_are_named_the_first_is_the_one_asked_about_unless_named
     person = conversation.person  # "ada"
     tenant.agent.name = "Melanie"
     tenant.agent.save(update_fields=["name"])
-    # Both say the same words; the agent said them later, so alike they rank the agent's first.
-    said = record_message(conversation=conversation, role="user", content="Dune is the novel I recommend")
-    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
-    replied = record_message(conversation=later, role="assistant", content="Dune is the novel I recommend")
-
-    def first(query, ranking=DEFAULT_RANKING):
-        return rank_messages(agent=tenant.agent, person=person, query=query, limit=2, ranking=ranking).hits[0]
+    said, replied = said_by_both(tenant, conversation, "Dune is the novel I recommend")
+    first = first_hit(tenant, person)
 
     assert first("Which novel did Ada recommend to Melanie?").message.pk == said.pk
     assert first("Which novel did Melanie recommend to Ada?").message.pk == replied.pk
@@ -446,13 +458,8 @@ def test_a_query_naming_no_side_asks_about_the_side_its_pronouns_name(tenant, co
     from conversations.queries import DEFAULT_RANKING
 
     person = conversation.person
-    # Both say the same words; the agent said them later, so alike they rank the agent's first.
-    said = record_message(conversation=conversation, role="user", content="Dune is the novel worth reading")
-    later = start_conversation(team=tenant.team, agent=tenant.agent, person=person)
-    replied = record_message(conversation=later, role="assistant", content="Dune is the novel worth reading")
-
-    def first(query, ranking=DEFAULT_RANKING):
-        return rank_messages(agent=tenant.agent, person=person, query=query, limit=2, ranking=ranking).hits[0]
+    said, replied = said_by_both(tenant, conversation, "Dune is the novel worth reading")
+    first = first_hit(tenant, person)
 
     assert first("Which novel did I say was worth reading?").message.pk == said.pk
     assert first("Which novel worth reading did you recommend?").message.pk == replied.pk

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.subjects import ASSISTANT, USER, pronoun_side
+from conversations.models import Message
+from conversations.subjects import pronoun_side
+
+USER, ASSISTANT = Message.Role.USER, Message.Role.ASSISTANT
 
 
 @pytest.mark.parametrize(
