@@ -27,6 +27,7 @@ ORDER = LEVELS + LEVELS[::-1]
 RAMP = 2.0  # seconds each level runs before it is measured: the clients start together, and fall out of step
 SECONDS = 10.0  # the measured window of each level
 NOTES = 30  # per person
+RSS_TARGET_MB = 300  # the most a web process should hold after the run
 QUERIES = ["coffee before climbing", "what does she do on weekends", "music she likes", "where does he run"]
 
 
@@ -129,6 +130,7 @@ def run(scratch_team_slug: str) -> None:
                 cpu[clients][part] = cpu[clients].get(part, 0.0) + after[part] - before[part]
             tallies[clients].merge(tally)
             seconds[clients] += wall
+        rss = server.web_rss_megabytes()  # after every level has run, twice
     passes = ORDER.count(LEVELS[0])
     window = SECONDS * passes  # the measured seconds of each level
     results = [(clients, tallies[clients], seconds[clients]) for clients in LEVELS]
@@ -180,6 +182,11 @@ def run(scratch_team_slug: str) -> None:
             + f" | {sum(per.values()):.2f} | {sum(used.values()) / wall:.2f} |"
         )
     print(_bound(results, cpu, base=base, window=window))
+    print(
+        f"\nResident memory (RSS) of each of the {len(rss)} web processes after every level's runs: "
+        + ", ".join(f"{mb:.0f} MB" for mb in sorted(rss))
+        + (f"; the largest {max(rss):.0f} MB (target: at most {RSS_TARGET_MB} MB)." if rss else ".")
+    )
     errors = [error for _, tally, _ in results for error in tally.errors]
     if errors:
         print(f"\nFirst errors ({len(errors)} in all):\n" + "\n".join(f"- {error[:300]}" for error in errors[:5]))

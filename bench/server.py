@@ -54,6 +54,10 @@ class Server:
         """CPU time (user + system) used so far by the web processes (gunicorn's workers)."""
         return sum(_cpu_seconds(pid) for pid in _descendants(self.master_pid)[1:])
 
+    def web_rss_megabytes(self) -> list[float]:
+        """Each web process's resident memory now (gunicorn's workers, not its master), in MB."""
+        return [_rss_megabytes(pid) for pid in _descendants(self.master_pid)[1:]]
+
     def cpu_seconds_by_part(self) -> dict[str, float]:
         """CPU time used so far by the web processes, the Celery worker (its pool included), every
         Postgres and Redis process of the machine, and this process (the benchmark's clients)."""
@@ -88,6 +92,18 @@ def _processes_named(name: str) -> list[int]:
             except OSError:  # gone meanwhile
                 continue
     return pids
+
+
+def _rss_megabytes(pid: int) -> float:
+    """VmRSS of a process (0 once it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0.0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024  # kB
+    return 0.0
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -40,6 +40,18 @@ def read_server(cursor: Any) -> Server:
     return Server(version_num=version_num, vector_installed=installed, vector_available=available)
 
 
+def describe(server: Server) -> str:
+    """The server as `services status` prints it: "Postgres 18.6, pgvector 0.8.1"."""
+    major, minor = divmod(server.version_num, 10000)
+    if server.vector_installed:
+        vector = f"pgvector {server.vector_installed}"
+    elif server.vector_available:
+        vector = f"pgvector {server.vector_available} available, not yet created (migrate creates it)"
+    else:
+        vector = "no pgvector"
+    return f"Postgres {major}.{minor}, {vector}"
+
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".") if part.isdigit())
 

@@ -1,6 +1,7 @@
 """With DATABASE_URL and REDIS_URL set, nothing embedded starts."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -59,5 +60,6 @@ def test_services_status_reports_the_running_servers(db):
 
     status = _services("status", settings.DATA_DIR)
     assert status.returncode == 0, status.stderr
-    assert "postgres: running" in status.stdout
+    # The versions Mnemo needs are shown: Postgres 18 (the embedded one), pgvector 0.8 or later.
+    assert re.search(r"postgres: running: Postgres 18\.\d+, pgvector 0\.(8|9|\d\d)\.\d+", status.stdout), status.stdout
     assert "redis:    running" in status.stdout

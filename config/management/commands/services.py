@@ -1,9 +1,10 @@
 from pathlib import Path
 
+import psycopg
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config import embedded, postgres_upgrade
+from config import database, embedded, postgres_upgrade
 
 
 class Command(BaseCommand):
@@ -31,7 +32,10 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from error
             return
         if action == "status":
-            pg = "external (DATABASE_URL)" if settings.DATABASE_URL else self._postgres_status(data_dir)
+            if settings.DATABASE_URL:
+                pg = f"external (DATABASE_URL): {self._server(settings.DATABASE_URL)}"
+            else:
+                pg = self._postgres_status(data_dir)
             rd = (
                 "external (REDIS_URL)"
                 if not settings.REDIS_URL.startswith(f"redis+socket://{sock}")
@@ -54,4 +58,17 @@ class Command(BaseCommand):
             return (
                 f"{state} (a Postgres {found} cluster: `manage.py services upgrade` moves it to this Mnemo's Postgres)"
             )
+        if state == "running":
+            # postmaster.pid's fourth and fifth lines: the port and the socket directory.
+            lines = ((data_dir / "pgdata").resolve() / "postmaster.pid").read_text().splitlines()
+            return f"{state}: " + Command._server(f"postgresql://postgres@/postgres?host={lines[4]}&port={lines[3]}")
         return state
+
+    @staticmethod
+    def _server(url: str) -> str:
+        """What the server at url is ("Postgres 18.6, pgvector 0.8.1"), or why it could not be asked."""
+        try:
+            with psycopg.connect(url, connect_timeout=5) as conn, conn.cursor() as cursor:
+                return database.describe(database.read_server(cursor))
+        except psycopg.Error as error:
+            return f"not reachable ({str(error).strip().splitlines()[0]})"
