@@ -50,6 +50,7 @@ CURATOR_OUTCOMES = ("applied", "skipped", "failed", "error")
 CURATOR_JOBS = ("curate", "consolidate", "summary")
 WEBHOOK_OUTCOMES = ("delivered", "retrying", "failed")
 RATE_LIMIT_SCOPES = ("api", "demo")
+REPLICA_OUTCOMES = ("replica", "replica behind", "replica down", "in a transaction")
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # A layer holds up to COMPOSER_CEILING characters (18,000 by default).
@@ -68,6 +69,7 @@ class Families:
     provider_tokens: Counter
     rate_limited: Counter
     webhook_deliveries: Counter
+    replica_reads: Counter
 
 
 @functools.cache
@@ -95,6 +97,11 @@ def families() -> Families:
         provider_tokens=Counter("mnemo_provider_tokens", "Tokens the LLM provider reported.", ["provider", "kind"]),
         rate_limited=Counter("mnemo_rate_limited", "Requests refused by a rate limit.", ["scope"]),
         webhook_deliveries=Counter("mnemo_webhook_deliveries", "Webhook delivery attempts.", ["outcome"]),
+        replica_reads=Counter(
+            "mnemo_replica_reads",
+            "Reads that could go to a replica (DATABASE_REPLICA_URLS), by where they went and why.",
+            ["outcome"],
+        ),
     )
     for job in CURATOR_JOBS:
         for outcome in CURATOR_OUTCOMES:
@@ -103,6 +110,8 @@ def families() -> Families:
         made.webhook_deliveries.labels(outcome)
     for scope in RATE_LIMIT_SCOPES:
         made.rate_limited.labels(scope)
+    for outcome in REPLICA_OUTCOMES:
+        made.replica_reads.labels(outcome)
     return made
 
 
@@ -162,6 +171,13 @@ def count_provider_call(*, provider: str, outcome: str, tokens_in: int | None, t
 def count_rate_limited(scope: str) -> None:
     if settings.METRICS_ENABLED:
         families().rate_limited.labels(scope).inc()
+
+
+def count_replica_read(outcome: str) -> None:
+    """A search or listing that may read from a replica: "replica" (it did), or why the primary
+    answered: "replica behind", "replica down", "in a transaction"."""
+    if settings.METRICS_ENABLED:
+        families().replica_reads.labels(outcome).inc()
 
 
 def count_webhook_delivery(outcome: str) -> None:

@@ -29,6 +29,8 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
+from config.replicas import read_connection
+
 _STAND_IN_BASE = -7_340_000_000  # far from any id or count this database holds
 Converters = list[tuple[int, list[Any], Any]]  # per column that needs them: its position, converters, expression
 
@@ -137,17 +139,19 @@ class Columns[T: Model]:
     def instance(self, row: Sequence[Any]) -> T:
         """The instance of these columns' values (a row, or the part of one they take)."""
         values = list(row)
+        read_from = read_connection()
         for position, functions, expression in self.converters:
             for function in functions:
-                values[position] = function(values[position], expression, connection)
-        return self.model.from_db(connection.alias, self.fields, values)
+                values[position] = function(values[position], expression, read_from)
+        return self.model.from_db(read_from.alias, self.fields, values)
 
 
 _columns: dict[tuple[type[Model], str], Columns[Any]] = {}
 
 
 def statement_cursor() -> CursorWrapper:
-    """A cursor of the default connection whose statements Postgres prepares once per connection
+    """A cursor of the reads' connection (the primary's, or a replica's inside config.replicas.
+    reading_from) whose statements Postgres prepares once per connection
     and runs with a generic plan (DB_PREPARED_STATEMENTS, see the settings): for hot statements
     whose SQL is fixed, as a Prepared read's or one written by hand is. It is Django's cursor
     (execute wrappers, query logging, error wrapping) over a psycopg cursor that binds its values
@@ -157,10 +161,11 @@ def statement_cursor() -> CursorWrapper:
     must be clear to Postgres without its text: `%s::bigint[]` for an array sent as text. A
     statement's generic plan is chosen without its values: a statement run through here should
     have one plan that suits every value (tests/config/test_prepared.py checks the hot ones')."""
-    cursor = connection.cursor()
+    using = read_connection()
+    cursor = using.cursor()
     if settings.DB_PREPARED_STATEMENTS:
         cursor.cursor.close()  # Django's client-side one, never used
-        cursor.cursor = psycopg.Cursor(connection.connection)
+        cursor.cursor = psycopg.Cursor(using.connection)
     return cursor
 
 
@@ -173,8 +178,9 @@ def run_together(statements: Sequence[tuple[str, Params]]) -> list[list[tuple[An
     lasts until the last of them). Prepared (statement_cursor), they go through psycopg's pipeline;
     with DB_PREPARED_STATEMENTS off, as one string of statements bound client-side."""
     found: list[list[tuple[Any, ...]] | None] = []
+    using = read_connection()
     if not settings.DB_PREPARED_STATEMENTS:
-        with connection.cursor() as cursor:
+        with using.cursor() as cursor:
             cursor.execute(";".join(cursor.mogrify(sql, params) for sql, params in statements))
             for index in range(len(statements)):
                 if index:
@@ -187,8 +193,8 @@ def run_together(statements: Sequence[tuple[str, Params]]) -> list[list[tuple[An
             return [cursor.fetchall() if cursor.description is not None else None]
     cursors = []
     try:
-        connection.ensure_connection()
-        with connection.wrap_database_errors, connection.connection.pipeline():
+        using.ensure_connection()
+        with using.wrap_database_errors, using.connection.pipeline():
             for sql, params in statements:
                 cursor = statement_cursor()
                 cursors.append(cursor)

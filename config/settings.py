@@ -9,8 +9,9 @@ from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
 
-from config import embedded
+from config import embedded, replicas
 from config.env import (
     env_bool,
     env_choice,
@@ -150,6 +151,18 @@ if DB_PREPARED_STATEMENTS:
     _options = DATABASES["default"]["OPTIONS"]
     _options["prepare_threshold"] = 0  # psycopg prepares a server-binding cursor's statement at its first run
     _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+# Streaming replicas of the primary (comma-separated URLs): the conversation search, recent
+# messages and the notes' listings and recall read from one of them when it has replayed every
+# erasure, mute and note write of the person asked about (config/replicas.py); everything else,
+# and any read it has not replayed, goes to the primary. Connected as the primary is.
+DATABASE_REPLICA_URLS = env_list("DATABASE_REPLICA_URLS", default=[])
+for _url in DATABASE_REPLICA_URLS:
+    if not _url.startswith(("postgres://", "postgresql://")):
+        raise ImproperlyConfigured(
+            f"DATABASE_REPLICA_URLS: {_url.split('@')[-1]!r} is not a postgres:// or postgresql:// URL."
+        )
+DATABASES |= replicas.replica_settings(DATABASE_REPLICA_URLS, DATABASES["default"])
+DATABASE_ROUTERS = ["config.replicas.ReplicaRouter"] if DATABASE_REPLICA_URLS else []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "redis+socket", "unix")) or embedded.redis_url(DATA_DIR)
@@ -374,7 +387,6 @@ if METRICS_ENABLED:
 # OpenTelemetry traces (config/tracing.py) when set; the exporter reads the other OTEL_* variables itself.
 OTEL_EXPORTER_OTLP_ENDPOINT = env_url("OTEL_EXPORTER_OTLP_ENDPOINT", schemes=("http", "https"))
 
-from django.core.exceptions import ImproperlyConfigured  # noqa: E402 - only for the checks below
 
 if LLM_PROVIDER == "openai" and not (LLM_BASE_URL and LLM_MODEL):
     raise ImproperlyConfigured("LLM_PROVIDER=openai needs LLM_BASE_URL and LLM_MODEL.")

@@ -22,7 +22,7 @@ from accounts.usage import count_usage
 from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
-from conversations import queries, services
+from conversations import queries, replica_reads, services
 from conversations.composer import PROFILES, composition_to_json
 from conversations.exceptions import InvalidMessage
 from conversations.models import Conversation, ConversationImport, Message
@@ -124,15 +124,22 @@ class MessageListCreateApi(ListAPIView[Message]):
         content = MessageText()
         external_id = IdentifierField(max_length=100, required=False, allow_blank=True)
 
+    conversation: Conversation
+
     def get_queryset(self) -> QuerySet[Message]:
-        conversation = get_object_or_404(_conversations(self.request), pk=self.kwargs["conversation_id"])
-        return Message.objects.filter(team=request_api_key(self.request).team, conversation=conversation).order_by(
+        return Message.objects.filter(team=request_api_key(self.request).team, conversation=self.conversation).order_by(
             "order"
         )
 
     @extend_schema(operation_id="conversations_messages_list")
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
-        return super().get(request, *args, **kwargs)
+        # Found on the primary (with its person, in the same query), then the page read from a
+        # replica fresh for the person, or from the primary (conversations.replica_reads).
+        self.conversation = get_object_or_404(
+            _conversations(request).select_related("person"), pk=kwargs["conversation_id"]
+        )
+        with replica_reads.reading_for(self.conversation.person):
+            return super().get(request, *args, **kwargs)
 
     @extend_schema(
         operation_id="conversations_messages_create",

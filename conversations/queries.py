@@ -5,18 +5,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Person
 from config.prepared import Prepared, statement_cursor
+from config.replicas import reads_alias
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
@@ -407,9 +409,15 @@ def start_search(
         soon = embed_query_soon(meaning_query)
     vectors = (configured.model, configured.dim) if configured is not None else None
     words_asked = " ".join(terms) if ranking.words else ""
-    with kept_pairs.synced(
-        agent=agent, person=person, words=words_asked, config=text_search_config(query), vectors=vectors
-    ) as pair:
+    config = text_search_config(query)
+    searched: AbstractContextManager[kept_pairs.Searchable]
+    if reads_alias() == DEFAULT_DB_ALIAS:
+        searched = kept_pairs.synced(agent=agent, person=person, words=words_asked, config=config, vectors=vectors)
+    else:
+        # A replica answers in SQL alone: what this process keeps of the pair was read from the
+        # primary, and a replica a little behind it would look like rolled-back rows to its sync.
+        searched = nullcontext(kept_pairs.Searchable(Scope.of(agent, person, words=words_asked, config=config), None))
+    with searched as pair:
         # A kept pair answers the words half here, and the meaning half too when it keeps vectors;
         # what it cannot answer goes to the database as before (conversations.retrieval).
         pending = PendingSearch(

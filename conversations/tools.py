@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from accounts.services import get_or_create_person
 from config.text import INT64_MAX, Text
+from conversations import replica_reads
 from conversations.exceptions import ConversationNotFound, MessageNotFound
 from conversations.models import Conversation, Message
 from conversations.mutes import muted_messages
@@ -93,10 +94,11 @@ def run_recent_messages(ctx: ToolContext, args: RecentMessagesArgs) -> dict[str,
             raise ConversationNotFound(
                 f"No conversation {args.conversation} between this agent and person.", field="conversation"
             )
-    muted = muted_messages(agent=ctx.agent, person=person)
-    messages = recent_messages(
-        agent=ctx.agent, person=person, conversation=conversation, limit=args.limit, exclude_ids=muted.ids
-    )
+    with replica_reads.reading_for(person):
+        muted = muted_messages(agent=ctx.agent, person=person)
+        messages = recent_messages(
+            agent=ctx.agent, person=person, conversation=conversation, limit=args.limit, exclude_ids=muted.ids
+        )
     ctx.record_read(
         person=person, tool="recent_messages", started=started,
         messages=[m.pk for m in messages], conversations=[m.conversation_id for m in messages],
@@ -131,19 +133,20 @@ def _message_out(message: Message) -> MessageOut:
 def run_search_conversation(ctx: ToolContext, args: SearchConversationArgs) -> dict[str, Any]:
     started = perf_counter()
     person = get_or_create_person(team=ctx.team, external_id=args.person)
-    muted = muted_messages(agent=ctx.agent, person=person)
     hits: list[MessageHit] = []
-    if args.query is not None:
-        hits = search_messages(
-            agent=ctx.agent, person=person, query=args.query, limit=args.limit, exclude_ids=set(muted.ids)
-        )
     around: list[Message] | None = None
-    if args.around is not None:
-        around = messages_around(
-            agent=ctx.agent, person=person, message_id=args.around, each_side=args.limit, exclude_ids=muted.ids
-        )
-        if around is None:
-            raise MessageNotFound(f"No message {args.around} between this agent and person.", field="around")
+    with replica_reads.reading_for(person):
+        muted = muted_messages(agent=ctx.agent, person=person)
+        if args.query is not None:
+            hits = search_messages(
+                agent=ctx.agent, person=person, query=args.query, limit=args.limit, exclude_ids=set(muted.ids)
+            )
+        if args.around is not None:
+            around = messages_around(
+                agent=ctx.agent, person=person, message_id=args.around, each_side=args.limit, exclude_ids=muted.ids
+            )
+            if around is None:
+                raise MessageNotFound(f"No message {args.around} between this agent and person.", field="around")
     read = [h.message for h in hits] + (around or [])
     ctx.record_read(
         person=person, tool="search_conversation", started=started, query=args.query or "",

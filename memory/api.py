@@ -30,7 +30,7 @@ from config.middleware import TracedRequest
 from config.parsers import RefusedDocument
 from config.schema import error_responses
 from config.text import AS_OF_FORMAT, query_as_of, query_id
-from memory import as_of, packages, services
+from memory import as_of, packages, replica_reads, services
 from memory.exceptions import InvalidArguments
 from memory.models import Bank, Mute, Note, Proposal, Revision
 from memory.package_format import MemoryPackage
@@ -195,6 +195,7 @@ def _person_filter(request: Request) -> Person | None:
 
 class NoteListApi(ListAPIView[Note]):
     serializer_class = NoteOutput
+    person: Person | None = None  # the ?person= of the request, found by get()
 
     @extend_schema(
         operation_id="notes_list",
@@ -228,7 +229,11 @@ class NoteListApi(ListAPIView[Note]):
             page = self.paginate_queryset(notes)
             assert page is not None  # every list is paginated (config.settings)
             return self.get_paginated_response(NoteAsOfOutput(page, many=True, context={"as_of": moment}).data)
-        return super().get(request, *args, **kwargs)
+        self.person = _person_filter(request)
+        if self.person is None:  # the whole team's: the primary answers
+            return super().get(request, *args, **kwargs)
+        with replica_reads.reading_for(self.person):  # a replica fresh for the person, or the primary
+            return super().get(request, *args, **kwargs)
 
     def notes_as_of(self, moment: datetime) -> list[Note]:
         """The notes the present list would show (the same filters and mutes), as they stood then."""
@@ -248,7 +253,7 @@ class NoteListApi(ListAPIView[Note]):
 
     def get_queryset(self) -> QuerySet[Note]:
         key = request_api_key(self.request)
-        person = _person_filter(self.request)
+        person = self.person  # found by get()
         notes = (
             Note.objects.for_team(key.team)
             .unmuted_for(key.agent, person=person)

@@ -22,7 +22,7 @@ from accounts.models import Agent, ApiKey, Person, Team
 from accounts.services import get_or_create_person
 from config.exceptions import DomainError
 from config.text import INT64_MAX, AsOf, Identifier, Line, Text, find_unstorable
-from memory import as_of, provenance, queries, recall, services
+from memory import as_of, provenance, queries, recall, replica_reads, services
 from memory.banks import applicable_banks
 from memory.exceptions import InvalidArguments, NoteNotFound
 from memory.models import CONTENT_MAX, DESCRIPTION_MAX, KEY_MAX, Bank, Note, Proposal
@@ -372,15 +372,16 @@ def _recall(ctx: ToolContext, args: RecallMemoriesArgs | SearchArgs, tool: str) 
             scope=args.scope or "", context=args.turn_context(),
         )  # fmt: skip
     else:
-        ranked = recall.recall_memories(
-            team=ctx.team,
-            person=person,
-            agent=ctx.agent,
-            query=args.query,
-            limit=args.limit,
-            scope=args.scope or "",
-            context=args.turn_context(),
-        )
+        with replica_reads.reading_for(person):
+            ranked = recall.recall_memories(
+                team=ctx.team,
+                person=person,
+                agent=ctx.agent,
+                query=args.query,
+                limit=args.limit,
+                scope=args.scope or "",
+                context=args.turn_context(),
+            )
     ctx.record_read(
         person=person, tool=tool, started=started, query=args.query, as_of=args.as_of,
         notes=[h.note.pk for h in ranked.hits], degraded=ranked.degraded,
@@ -517,17 +518,18 @@ def run_recall(ctx: ToolContext, args: RecallArgs) -> dict[str, Any]:
             scope=args.scope or "", context=args.turn_context(),
         )  # fmt: skip
     else:
-        bundle = recall.recall_bundle(
-            team=ctx.team,
-            person=person,
-            agent=ctx.agent,
-            query=args.query,
-            budget_chars=args.budget_chars,
-            depth=args.depth,
-            max_per_source=args.max_per_source,
-            scope=args.scope or "",
-            context=args.turn_context(),
-        )
+        with replica_reads.reading_for(person):
+            bundle = recall.recall_bundle(
+                team=ctx.team,
+                person=person,
+                agent=ctx.agent,
+                query=args.query,
+                budget_chars=args.budget_chars,
+                depth=args.depth,
+                max_per_source=args.max_per_source,
+                scope=args.scope or "",
+                context=args.turn_context(),
+            )
     ctx.record_read(
         person=person, tool="recall", started=started, query=args.query, as_of=args.as_of,
         notes=[i.note.pk for i in bundle.items], degraded=bundle.degraded,
