@@ -193,7 +193,7 @@ def _bulk_messages(
 def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
     """A team with one person of this size; returns a function measuring one profile's compose."""
     from accounts.services import create_agent, create_team, get_or_create_person
-    from conversations.composer import compose
+    from conversations.composer import Profile, compose
     from conversations.indexing import MESSAGES
     from conversations.kept_pairs import forget_kept_pairs
     from conversations.models import Conversation, Message, MessageVector
@@ -301,7 +301,7 @@ def _populate(size: Size, team_slug: str) -> Callable[..., Result]:
             with through_the_reference_session() if exact else nullcontext():
                 result = compose(
                     team=team, agent=agent, person=person, conversation=own,
-                    message=recorded[(i // 2 if beside_exact else i) % len(recorded)], scope=scope, profile=profile,
+                    message=recorded[(i // 2 if beside_exact else i) % len(recorded)], scope=scope, profile=Profile(profile),
                 )  # fmt: skip
             if i >= 0 and not exact:
                 for layer, ms in result.timings_ms.items():

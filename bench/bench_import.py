@@ -71,7 +71,8 @@ def history(rng: random.Random) -> list[object]:
 
 def run(scratch_team_slug: str) -> None:
     from accounts.services import create_agent, create_team, get_or_create_person
-    from conversations.services import import_conversations, record_message, start_conversation
+    from conversations.history_import import import_conversations
+    from conversations.services import record_message, start_conversation
 
     settings.EMBEDDER = "none"
     team = create_team(slug=scratch_team_slug)

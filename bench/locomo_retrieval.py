@@ -173,8 +173,8 @@ def import_lines(sample: Sample) -> list[dict[str, Any]]:
 
 def load_sample(scratch_team_slug: str, sample: Sample, bar: tqdm) -> Loaded:
     from accounts.services import create_agent, create_team, get_or_create_person
+    from conversations.history_import import import_conversations
     from conversations.models import Message
-    from conversations.services import import_conversations
 
     team = create_team(slug=f"{scratch_team_slug}-{sample.sample_id}")
     agent = create_agent(team=team, slug="locomo", name=sample.speaker_b)  # the other speaker is the agent
@@ -464,9 +464,9 @@ def at_scale(scratch_team_slug: str, loaded: list[Loaded]) -> None:
     from django.test import override_settings
 
     from accounts.services import create_agent, create_team, get_or_create_person
+    from conversations.history_import import import_conversations
     from conversations.models import Message
     from conversations.queries import DEFAULT_RANKING, rank_messages
-    from conversations.services import import_conversations
     from memory.indexing import namespace_for
 
     settings.EMBEDDER = "none"

@@ -22,8 +22,8 @@ from accounts.usage import count_usage
 from config.exceptions import DomainError
 from config.fields import IdentifierField, IntegerField, TextField
 from config.schema import error_responses
-from conversations import queries, replica_reads, services
-from conversations.composer import PROFILES, composition_to_json
+from conversations import history_import, queries, replica_reads, services
+from conversations.composer import PROFILES, Profile, composition_to_json
 from conversations.exceptions import InvalidMessage
 from conversations.models import Conversation, ConversationImport, Message
 from memory.queries import TurnContext
@@ -207,7 +207,7 @@ class TurnCreateApi(APIView):
         scope = IdentifierField(max_length=200, required=False, allow_blank=True)
         # Not Field.context: DRF's serializer metaclass takes declared fields off the class.
         context = ContextInput(required=False)  # type: ignore[assignment]  # the stubs cannot model that
-        profile = serializers.ChoiceField(choices=PROFILES, default="full")
+        profile = serializers.ChoiceField(choices=PROFILES, default=Profile.FULL.value)
         persona = TextField(required=False, allow_blank=True)
 
     @extend_schema(
@@ -313,7 +313,7 @@ class ConversationImportApi(APIView):
         if not isinstance(request.data, list):
             raise InvalidMessage("The body must be a JSON array of conversations, one per line of the file.")
         key = request_api_key(request)
-        report = services.import_conversations(
+        report = history_import.import_conversations(
             team=key.team, agent=key.agent, items=list(request.data), indexed_fields=True
         )
         job = ConversationImport.objects.get(team=key.team, pk=report.id)

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +33,7 @@ from conversations.queries import PendingSearch, RankedMessages, meaning_text, s
 from conversations.windows import ELLIPSIS, MIN_WINDOW_CHARS, Window, best_window
 from memory import vectors
 from memory.banks import BanksRead, banks_read
-from memory.embedders import get_embedder
+from memory.embedders import Vector, get_embedder
 from memory.framing import NOTES_HEADER, PASSAGES_HEADER, SUMMARY_HEADER, json_line
 from memory.models import CONTENT_MAX, Bank
 from memory.queries import KeptContents, TurnContext, TurnNote, note_contents, turn_notes
@@ -41,7 +42,17 @@ from memory.validation import validate_scope
 logger = logging.getLogger(__name__)
 
 LAYERS = ("persona", "last_exchange", "summary", "notes", "passages", "deeper_window")
-PROFILES = ("full", "memory_only")
+
+
+class Profile(StrEnum):
+    """What a turn is composed of: every layer, or the memories alone (the current message is the
+    whole window: no last exchange, summary, passages or older history)."""
+
+    FULL = "full"
+    MEMORY_ONLY = "memory_only"
+
+
+PROFILES = tuple(profile.value for profile in Profile)
 HISTORY_FETCH = 400  # the newest messages read for the window; more could never fit the ceiling
 
 # The window's messages: the newest HISTORY_FETCH up to the current one, but whole runs of one role
@@ -107,7 +118,7 @@ class Composition:
     timings_ms: dict[str, float] = field(default_factory=dict)  # where the time went, per layer
     # The vector of the message's text this turn computed (memory.vectors.embed_query), when it was
     # ready by the end of the turn; None otherwise (no embedder, an empty text, or it failed).
-    message_vector: Any = None
+    message_vector: Vector | None = None
 
     @property
     def prefix_chars(self) -> int:
@@ -190,7 +201,7 @@ class _Composer:
         message: Message,
         scope: str,
         context: TurnContext | None,
-        profile: str,
+        profile: Profile,
         persona: str | None,
     ) -> None:
         self.team, self.agent, self.person = team, agent, person
@@ -225,7 +236,7 @@ class _Composer:
         """The previous exchange and the current message, granted before anything else."""
         current = history[-1]
         exchange = [current]
-        if self.profile == "full" and len(history) >= 3 and history[-2].role == Message.Role.ASSISTANT:
+        if self.profile == Profile.FULL and len(history) >= 3 and history[-2].role == Message.Role.ASSISTANT:
             exchange = history[-3:]
         flags: list[str] = []
         # Only a ceiling smaller than one exchange can bind here: cut the oldest part first.
@@ -241,7 +252,7 @@ class _Composer:
 
     def summary(self, room: int) -> Block | None:
         text = self.conversation.summary.strip()
-        if self.profile != "full" or not text or room <= 0 or self._muted.withholds_summary(self.conversation):
+        if self.profile != Profile.FULL or not text or room <= 0 or self._muted.withholds_summary(self.conversation):
             return None
         flags = ["stale"] if self.conversation.summary_stale else []
         body = json_line({"summary": text})
@@ -350,7 +361,7 @@ class _Composer:
 
     def _searches(self) -> bool:
         """Whether this turn searches its passages, if the ceiling leaves them room."""
-        return self.profile == "full" and settings.PASSAGES_MAX > 0 and worth_searching(self.message.content)
+        return self.profile == Profile.FULL and settings.PASSAGES_MAX > 0 and worth_searching(self.message.content)
 
     def finish_search(self) -> None:
         if self._search is None:
@@ -480,7 +491,7 @@ class _Composer:
         if get_embedder() is not None and text.strip():
             self._vector = vectors.embed_query_soon(text)
             self._search_text_soon()
-        if self.profile == "memory_only":  # the current message is the whole window
+        if self.profile == Profile.MEMORY_ONLY:  # the current message is the whole window
             history = _merge_roles([(self.message.pk, self.message.role, self.message.content)])
         else:
             history = self._history()
@@ -516,7 +527,7 @@ class _Composer:
         self.finish_search()
         lap("passages")
 
-        older = history[: len(history) - len(exchange)] if self.profile == "full" else []
+        older = history[: len(history) - len(exchange)] if self.profile == Profile.FULL else []
         visible_ids = {pk for item in exchange for pk in item.ids}
         # Passages are chosen before the window (they rank higher), but a passage already in the
         # final window is dropped: settle the two together.
@@ -567,7 +578,7 @@ def compose(
     message: Message,
     scope: str = "",
     context: TurnContext | None = None,
-    profile: str = "full",
+    profile: Profile = Profile.FULL,
     persona: str | None = None,
 ) -> Composition:
     """Compose one turn. The one place that decides what a turn of an agent sees."""

@@ -4,7 +4,7 @@ package (export and import) and their erasure. Registered in memory.person_data 
 Each conversation is exported with its agent, its summary and its messages in order; turns are
 informational (they hold costs and note ids, no text). An ordinary key exports and imports its own
 agent's conversations only; an admin-capable key any agent's of its team. Import goes through the
-history import (`services.import_conversations`, idempotent by external ids), then restores the
+history import (`history_import.import_conversations`, idempotent by external ids), then restores the
 summary of a conversation that has none. A conversation or message without an external id is
 exported with `mnemo-<id>`, so importing the same package again adds nothing. An erased message
 (a tombstone, with no content) is exported marked `erased` and is not imported.
@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Max, Prefetch
 
 from accounts.models import Agent, Person, Team
-from conversations import services
+from conversations import history_import, services
 from conversations.exceptions import InvalidMessage, MessageTooLong, OtherAgentsConversation
 from conversations.models import Conversation, Message, Turn
 from conversations.mutes import MutedMessages, muted_messages
@@ -119,7 +119,7 @@ def check_conversations(member: Any, agent: Agent | None) -> None:
         if history.get("messages") == []:
             continue  # a conversation that never got a message (or only erased ones): nothing to import
         try:
-            services.check_import([history])
+            history_import.check_import([history])
         except (InvalidMessage, MessageTooLong) as exc:
             message = exc.message.removeprefix("line 1: ").removesuffix(" Nothing was imported.")
             raise InvalidNote(f"{where}: {message}", field=f"{where}.{exc.field}" if exc.field else where) from exc
@@ -141,7 +141,7 @@ def load_conversations(team: Team, member: Any) -> dict[str, Any]:
                 "Create the agent, then import again.",
             })  # fmt: skip
             continue
-        imported = services.import_conversations(team=team, agent=agent, items=[_history_item(i) for i in items])
+        imported = history_import.import_conversations(team=team, agent=agent, items=[_history_item(i) for i in items])
         report["conversations"] += imported.conversations_created
         report["messages"] += imported.messages_created
         for item in items:

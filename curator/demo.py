@@ -19,7 +19,7 @@ from accounts.demo import DEMO_AGENT, DEMO_TEAM, ensure_demo
 from accounts.models import Agent, Person
 from accounts.services import get_or_create_person, link_person_to_user
 from config.exceptions import DomainError
-from conversations.composer import Composition, compose
+from conversations.composer import Composition, Profile, compose
 from conversations.models import Conversation, Message
 from conversations.services import conversation_for, end_conversation, record_message, record_turn
 from curator.providers import OpenAIProvider, ProviderError, get_provider
@@ -217,11 +217,16 @@ def say(who: Identity, text: str, previous: Change | None = None) -> DemoState:
         error = f"The memory step failed this time: {exc}"
     started = perf_counter()
     composition = compose(
-        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only"
+        team=agent.team,
+        agent=agent,
+        person=person,
+        conversation=conversation,
+        message=message,
+        profile=Profile.MEMORY_ONLY,
     )
     # The coach is given the person's memories: a turn, in "What agents looked up about you" like any other.
     record_turn(
-        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile="memory_only",
+        team=agent.team, agent=agent, person=person, conversation=conversation, message=message, profile=Profile.MEMORY_ONLY,
         composition=composition, started=started,
     )  # fmt: skip
     if settings.LLM_PROVIDER != "rules" and not error:  # an LLM is configured

@@ -61,6 +61,10 @@ class Embedder(Protocol):
         ...
 
 
+# One embedding, or a row of them: float32 components, unit length once normalised.
+Vector = np.ndarray
+
+
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -30,7 +30,7 @@ from redis.exceptions import RedisError
 
 from config.prepared import statement_cursor
 from config.redis import cache_redis
-from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
+from memory.embedders import Embedder, EmbeddingUnavailable, Vector, get_embedder
 from memory.models import Note, NoteVector
 
 logger = logging.getLogger(__name__)
@@ -377,7 +377,7 @@ def unit_from_binary(sent: bytes | None, width: int) -> np.ndarray | None:
     return vector / norm if norm else None
 
 
-def vector_text(vector: Any) -> str:
+def vector_text(vector: Vector) -> str:
     """pgvector's text form of a vector ([0.0123456789,...]), as a parameter: each component as a
     float4 holds it, in the 9 significant digits that give that float4 back exactly. (Written as
     doubles, by repr, they take up to 17 digits: three times as long to write, and a text half as

@@ -25,6 +25,7 @@ from django.utils import timezone
 from accounts.models import Agent, Person, Team
 from config.prepared import statement_cursor
 from memory.banks import applicable_banks_and_mutes
+from memory.embedders import Vector
 from memory.indexing import NOTES, namespace_for, unit_from_binary
 from memory.language import ENGLISH
 from memory.models import Bank, Note, NoteVector, OntologyNode
@@ -472,7 +473,7 @@ def present_vectors(team: Team, seen: Visible, model: str, dim: int) -> list[Vec
     return found
 
 
-def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vector: Any, model: str, dim: int
+def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vector: Vector, model: str, dim: int
                  ) -> dict[int, float] | None:  # fmt: skip
     """Cosine similarity to `vector` of each of these notes (id -> the hash of its present text)
     that has a vector of that text, from the banks as kept (the composer orders a turn's notes by
@@ -502,7 +503,7 @@ def similarities(*, team: Team, banks: list[Bank], current: dict[int, str], vect
     return {row.pk: score for row, score in zip(seen.candidates, scores.tolist(), strict=True) if not math.isnan(score)}
 
 
-def cosines(team: Team, seen: Visible, vector: Any, *, model: str, dim: int) -> np.ndarray:
+def cosines(team: Team, seen: Visible, vector: Vector, *, model: str, dim: int) -> np.ndarray:
     """The cosine similarity to `vector` of each of seen.candidates, in that order, from the vectors
     of their present text (NaN for a note that has none yet)."""
     unit = np.asarray(vector, dtype=np.float32)

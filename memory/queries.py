@@ -21,6 +21,7 @@ from config.prepared import columns_of, statement_cursor
 from memory.banks import applicable_banks
 from memory.digest import digest_max_chars as digest_bound
 from memory.digest import digest_sort_key, render_digest, split_listed
+from memory.embedders import Vector
 from memory.exceptions import UnknownOntologyId
 from memory.indexing import namespace_for, vector_text
 from memory.models import (
@@ -437,7 +438,9 @@ WHERE v.team_id = %(team)s AND v.note_id = ANY(%(ids)s::bigint[]) AND v.namespac
 """
 
 
-def _distances(*, team: Team, kept: _Kept, banks: list[Bank], vector: Any, model: str, dim: int) -> dict[int, float]:
+def _distances(
+    *, team: Team, kept: _Kept, banks: list[Bank], vector: Vector | None, model: str, dim: int
+) -> dict[int, float]:
     """The cosine distance of each kept note's vector of its present text to `vector`: from the
     vectors kept of these banks (memory.kept_banks), or computed by pgvector when the process has
     no room to keep them."""
@@ -468,7 +471,7 @@ def turn_notes(
     agent: Agent,
     scope: str,
     context: TurnContext | None,
-    vector: Any | Callable[[], Any | None] | None,
+    vector: Vector | Callable[[], Vector | None] | None,
     model: str = "",
     dim: int = 0,
     content_cap: int = CONTENT_MAX,

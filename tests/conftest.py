@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext, expect
 
-from tests.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
-from tests.fixtures import close_connection_pool
+from tests.support.fixtures import *  # noqa: F403 - shared fixtures, kept out of this file for length
+from tests.support.fixtures import close_connection_pool
 
 # pytest-playwright runs an event loop in the test thread; Django's ORM refuses sync calls there
 # unless told the test process is allowed to.

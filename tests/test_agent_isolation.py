@@ -13,13 +13,14 @@ from rest_framework.test import APIClient
 
 from accounts.models import Person
 from accounts.services import issue_api_key
+from conversations import history_import
 from conversations import services as conversations
 from conversations.models import Conversation, ConversationImport, Message
 from memory.models import Note, Read, Revision
 from memory.package_format import FORMAT
 from memory.services.reads import flush_reads, record_read
-from tests.factories import AgentFactory, PersonFactory, chat
-from tests.fixtures import Tenant
+from tests.support.factories import AgentFactory, PersonFactory, chat
+from tests.support.fixtures import Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +42,7 @@ def ada(tenant: Tenant) -> Person:
 def coachs_talk(tenant: Tenant, coach: Any, ada: Person) -> Conversation:
     """Coach's conversation with Ada, external id c1, with no summary yet."""
     items: list[object] = [{"person": "ada", "external_id": "c1", "messages": [message("m1", "I run on Sundays.")]}]
-    conversations.import_conversations(team=tenant.team, agent=coach, items=items)
+    history_import.import_conversations(team=tenant.team, agent=coach, items=items)
     return Conversation.objects.get(team=tenant.team, agent=coach)
 
 

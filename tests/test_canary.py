@@ -5,9 +5,9 @@ import pytest
 from accounts.models import Person
 from memory.models import Revision
 from memory.services import Actor, remember
-from tests.canary import find_text, project_text_columns
-from tests.factories import note_fields, written
-from tests.fixtures import Tenant
+from tests.support.canary import find_text, project_text_columns
+from tests.support.factories import note_fields, written
+from tests.support.fixtures import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.fixtures import Tenant
+from tests.support.fixtures import Tenant
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [

@@ -11,7 +11,7 @@ from examples import openai_agents
 from memory.models import Note
 from memory.tools import REGISTRY
 from tests.curator.chat_server import Script, chat_server
-from tests.fixtures import in_own_thread
+from tests.support.fixtures import in_own_thread
 
 
 def tool_call(call_id: str, name: str, arguments: dict) -> dict:

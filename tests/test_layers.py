@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.fixtures import ROOT
+from tests.support.fixtures import ROOT
 
 LAYERS = ["accounts", "webhooks", "memory", "conversations", "curator"]  # each may import those before it
 

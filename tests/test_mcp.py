@@ -23,7 +23,7 @@ from accounts.services import revoke_api_key
 from config.mcp import build_server
 from memory.models import Note
 from memory.tools import REGISTRY
-from tests.fixtures import ROOT, WORKER_DEADLINE, run_async, subprocess_env
+from tests.support.fixtures import ROOT, WORKER_DEADLINE, run_async, subprocess_env
 
 HOME = {"person": "ada", "key": "home-city", "description": "Where Ada lives", "content": "Ada lives in Oslo."}
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from config.mcp import transport_security
-from tests.fixtures import serve_asgi
+from tests.support.fixtures import serve_asgi
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -21,9 +21,9 @@ from conversations.services import start_conversation
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Mute, Note
-from tests.canary import probing
-from tests.factories import AgentFactory, PersonFactory, chat
-from tests.fixtures import Tenant
+from tests.support.canary import probing
+from tests.support.factories import AgentFactory, PersonFactory, chat
+from tests.support.fixtures import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -27,9 +27,9 @@ from conversations.services import start_conversation
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Note, Revision
-from tests.canary import find_text, probing
-from tests.factories import chat
-from tests.fixtures import Tenant
+from tests.support.canary import find_text, probing
+from tests.support.factories import chat
+from tests.support.fixtures import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -24,9 +24,9 @@ from memory.exceptions import TooLong
 from memory.models import Bank, Mute, Note, Revision
 from memory.packages import export_person, import_package
 from memory.services import Actor, append_observation, edit_note, erase_person, mute_category, remember
-from tests.canary import find_text, probing
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields
-from tests.fixtures import Tenant, make_tenant
+from tests.support.canary import find_text, probing
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields
+from tests.support.fixtures import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db
 

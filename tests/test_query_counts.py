@@ -22,7 +22,7 @@ from memory.models import Bank
 from memory.queries import build_digest
 from memory.services import latch_full, mute_category, remember
 from memory.vectors import embed_query
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields
 
 pytestmark = pytest.mark.django_db
 

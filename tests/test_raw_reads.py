@@ -19,7 +19,7 @@ from memory.banks import Muted, applicable_banks, applicable_banks_and_mutes
 from memory.models import Bank, Note
 from memory.queries import note_contents, notes_with_banks
 from memory.services import get_or_create_bank, mute_category, remember
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields
 
 pytestmark = pytest.mark.django_db
 

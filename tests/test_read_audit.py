@@ -18,9 +18,9 @@ from memory.models import Note, Read
 from memory.services import erase_note, erase_person, remember
 from memory.services.reads import delete_old_reads, flush_reads, pending_reads, record_read
 from memory.tasks import delete_old_reads as delete_old_reads_task
-from tests.canary import find_text
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields, written
-from tests.fixtures import WORKER_DEADLINE, make_tenant, run_async
+from tests.support.canary import find_text
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields, written
+from tests.support.fixtures import WORKER_DEADLINE, make_tenant, run_async
 from tests.test_mcp import http_session, structured
 
 # Words that only the notes and messages hold: the audit must never copy them.

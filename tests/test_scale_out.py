@@ -27,14 +27,14 @@ from conversations.models import Conversation
 from curator.models import ProviderCall
 from memory.models import Note, Revision
 from tests.conftest import TEST_QUEUE
-from tests.fixtures import (
+from tests.support.fixtures import (
     LiveServer,
     Tenant,
     WorkerProcess,
     run_celery_worker,
     serve_web,
 )
-from tests.gated_worker import gate_client
+from tests.support.gated_worker import gate_client
 
 pytestmark = pytest.mark.worker
 
@@ -64,7 +64,10 @@ def _two_workers(gate_prefix: str, **env: str) -> Iterator[list[WorkerProcess]]:
     gate_client().delete(TEST_QUEUE)
     with ExitStack() as stack:
         extra_env = {"CURATOR_GATE_PREFIX": gate_prefix, **env}
-        yield [stack.enter_context(run_celery_worker(app="tests.gated_curator", extra_env=extra_env)) for _ in range(2)]
+        yield [
+            stack.enter_context(run_celery_worker(app="tests.support.gated_curator", extra_env=extra_env))
+            for _ in range(2)
+        ]
 
 
 @pytest.fixture

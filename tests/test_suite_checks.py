@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.code_scan import call_chain
+from tests.support.code_scan import call_chain
 
 TESTS = Path(__file__).resolve().parent
 CHECKING_PREFIXES = ("assert", "expect", "check", "raises", "wait_until", "wait_for")

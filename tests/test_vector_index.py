@@ -13,7 +13,7 @@ from conversations.services import record_message, start_conversation
 from memory.indexing import NOTES, indexed_models, register
 from memory.models import Note
 from memory.services import remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from django.db import connection
 from config.models import Heartbeat
 from config.tasks import record_heartbeat
 from memory.models import Bank
-from tests.fixtures import WorkerProcess, run_celery_worker, wait_until
+from tests.support.fixtures import WorkerProcess, run_celery_worker, wait_until
 
 
 @pytest.mark.worker

@@ -1,7 +1,7 @@
 """Deletes race the index on a real worker: each note and message is deleted while its embedding
 task is in the middle of its work, and every delete must succeed and leave nothing behind.
 
-The worker runs the real tasks with the hashing embedder held at a gate (tests/gated_worker.py):
+The worker runs the real tasks with the hashing embedder held at a gate (tests/support/gated_worker.py):
 the test writes an item through the write path, waits until the worker announces that it is
 embedding that item, then lets the task finish and deletes the item at nearly the same moment,
 with a seeded jitter on either side so the delete's and the task's transactions interleave every
@@ -33,8 +33,8 @@ from conversations.services import erase_message, record_message
 from memory.models import Note, NoteVector, Revision
 from memory.services import Actor, delete_note, erase_note, remember
 from tests.conftest import TEST_QUEUE
-from tests.fixtures import Tenant, run_celery_worker
-from tests.gated_worker import gate_client
+from tests.support.fixtures import Tenant, run_celery_worker
+from tests.support.gated_worker import gate_client
 
 ITEMS = 200  # notes, and as many messages
 LANES_PER_KIND = 4  # lanes of notes, and as many of messages; each a thread
@@ -228,7 +228,7 @@ def test_deleting_notes_and_messages_while_they_are_embedded_always_succeeds(
     _nothing_left_queued()
 
     with run_celery_worker(
-        app="tests.gated_worker", concurrency=WORKER_CONCURRENCY, extra_env={"GATE_PREFIX": prefix}
+        app="tests.support.gated_worker", concurrency=WORKER_CONCURRENCY, extra_env={"GATE_PREFIX": prefix}
     ) as worker:
         deadline = time.monotonic() + DEADLINE
         threads = [threading.Thread(target=lane.run, args=(deadline,)) for lane in lanes]

@@ -10,7 +10,7 @@ from accounts import keycache
 from accounts.models import ApiKey
 from accounts.services import hash_secret, issue_api_key, revoke_api_key
 from config.redis import cache_redis
-from tests.factories import AgentFactory
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from accounts.models import Agent, AgentUsage, ApiKey, Team
 from accounts.usage import Usage, count_usage, flush_usage, usage_since
 from config.redis import cache_redis
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 pytestmark = pytest.mark.django_db
 

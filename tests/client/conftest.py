@@ -1,4 +1,4 @@
-"""The client package against the live server (tests.fixtures.asgi_server, one for the whole run)."""
+"""The client package against the live server (tests.support.fixtures.asgi_server, one for the whole run)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from mnemo_client import Mnemo
 
-from tests.fixtures import Tenant
+from tests.support.fixtures import Tenant
 
 NODE_MAJOR = 20  # clients/typescript's engines.node
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from mnemo_client import AsyncMnemo, Invalid
 
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from mnemo_client import AsyncMnemo, BankFull, Conflict, Invalid, Mnemo, NotFoun
 
 from memory.models import Bank, Note
 from memory.services import Actor, latch_full
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:

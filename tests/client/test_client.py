@@ -28,7 +28,7 @@ from conversations.models import Message
 from memory.models import Bank, Note, Revision
 from memory.services import Actor, latch_full
 from memory.tools import REGISTRY
-from tests.fixtures import free_port
+from tests.support.fixtures import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from mnemo_client import AsyncMnemo, Mnemo, TooLong
 from mnemo_client.langgraph import MnemoStore, note_key
 
 from memory.models import Note
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ from mnemo_client import AsyncMnemo, Conflict, Mnemo, PermissionDenied
 
 from accounts.services import issue_api_key
 from memory.models import Note
-from tests.fixtures import Tenant, run_async
+from tests.support.fixtures import Tenant, run_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pytest
 from mnemo_client import AsyncMnemo, Mnemo, RateLimited, RetryPolicy, Unavailable
 
-from tests.fixtures import run_async, serve_asgi
-from tests.http_stub import JsonHandler, serve
+from tests.support.fixtures import run_async, serve_asgi
+from tests.support.http_stub import JsonHandler, serve
 
 OK: tuple[int, dict[str, str], dict] = (
     200, {}, {"team": "t", "agent": "a", "agent_name": "A", "key_prefix": "p", "can_admin": False},

@@ -1,4 +1,4 @@
-"""clients/typescript's `npm test` against this run's live server (tests.fixtures.asgi_server).
+"""clients/typescript's `npm test` against this run's live server (tests.support.fixtures.asgi_server).
 
 The npm tests cover the TypeScript client end to end: tools, turns, import, typed errors,
 pagination, retries, the AI SDK tools, the README quickstart, and that the checked-in generated
@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from accounts.services import issue_api_key
-from tests.fixtures import ROOT, Tenant
+from tests.support.fixtures import ROOT, Tenant
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 

@@ -8,7 +8,7 @@ import hmac
 import pytest
 from mnemo_client import AsyncMnemo, Invalid, Mnemo, NotFound, PermissionDenied, verify_signature
 
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 from webhooks.models import Subscription
 
 # A public address written as one: the live server checks it without asking DNS. Nothing is written in

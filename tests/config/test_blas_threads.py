@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.fixtures import ROOT
+from tests.support.fixtures import ROOT
 
 # The threads of a process that has loaded the settings and numpy, and what it read.
 SCRIPT = (

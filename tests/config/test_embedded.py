@@ -7,7 +7,7 @@ import sys
 
 from django.db import connection
 
-from tests.fixtures import ROOT
+from tests.support.fixtures import ROOT
 
 
 def test_given_urls_mean_nothing_embedded_starts(tmp_path, db):

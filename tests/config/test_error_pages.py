@@ -8,8 +8,8 @@ from django.test import RequestFactory
 from accounts.models import Membership
 from config import urls
 from memory.services import remember
-from tests.factories import note_fields, written
-from tests.fixtures import HTMX
+from tests.support.factories import note_fields, written
+from tests.support.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.test import override_settings
 from accounts.models import Person
 from config.errors import _CODE_BY_STATUS, STATUS_BY_CODE
 from config.exceptions import DomainError
-from tests.fixtures import ROOT
+from tests.support.fixtures import ROOT
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from config.management.commands.run import GUNICORN_HOOKS, web_command
 from tests.conftest import TEST_QUEUE
 from tests.curator.chat_server import Script, chat_server
-from tests.fixtures import LiveServer, Tenant, WorkerProcess, run_celery_worker, serve_web
-from tests.gated_worker import gate_client
+from tests.support.fixtures import LiveServer, Tenant, WorkerProcess, run_celery_worker, serve_web
+from tests.support.gated_worker import gate_client
 
 TOKEN = "metrics-token-for-tests"
 PERSON = "zelda-quartermain"  # must never appear in a label

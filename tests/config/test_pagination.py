@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.services import remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

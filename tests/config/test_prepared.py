@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from config.prepared import Prepared, run_together, statement_cursor
 from memory.models import Bank, Note
 from memory.services import remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

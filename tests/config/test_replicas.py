@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from config import embedded
-from tests.fixtures import ROOT, serve_asgi, subprocess_env
+from tests.support.fixtures import ROOT, serve_asgi, subprocess_env
 
 DELAY_SECONDS = 4  # the replica's replay is held back this long once the test delays it
 

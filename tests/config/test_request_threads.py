@@ -15,7 +15,7 @@ from django.test import override_settings
 from django.urls import path
 
 from config.request_threads import KeptThreadASGIHandler, RequestThreads
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 SEEN: dict[str, list] = {}
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="")

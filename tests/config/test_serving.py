@@ -13,7 +13,7 @@ import pytest
 
 from config.management.commands.run import connection_budget, web_command
 from config.mcp import _in_thread
-from tests.fixtures import run_async
+from tests.support.fixtures import run_async
 
 ROOT = Path(__file__).resolve().parents[2]
 

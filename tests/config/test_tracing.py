@@ -19,9 +19,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tests.conftest import TEST_QUEUE
-from tests.fixtures import Tenant, run_celery_worker, serve_web, subprocess_env
-from tests.gated_worker import gate_client
-from tests.http_stub import serve
+from tests.support.fixtures import Tenant, run_celery_worker, serve_web, subprocess_env
+from tests.support.gated_worker import gate_client
+from tests.support.http_stub import serve
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 60.0

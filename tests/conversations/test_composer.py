@@ -18,8 +18,8 @@ from conversations.queries import meaning_text
 from conversations.services import record_message, take_turn, update_summary
 from memory.exceptions import InvalidNote
 from memory.services import remember
-from tests.factories import chat
 from tests.memory.embedding_server import Behaviour, embedding_settings
+from tests.support.factories import chat
 
 pytestmark = pytest.mark.django_db
 
@@ -295,7 +295,7 @@ def test_the_notes_layer_shows_what_visible_notes_and_the_digest_show_in_the_ran
     from memory.queries import TurnContext, build_digest, visible_notes
     from memory.services import mute_category
     from memory.vectors import order_by_meaning
-    from tests.factories import note_fields
+    from tests.support.factories import note_fields
 
     team = tenant.team
     billing = OntologyNode.objects.create(team=team, node_id="billing", label="Billing")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import Conversation, Message, Turn
-from tests.factories import AgentFactory
+from tests.support.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from conversations.services import erase_conversation, erase_message, record_mes
 from curator.providers import ScriptedProvider
 from curator.schemas import CuratorPlan
 from curator.services import claim_stale_summaries, curate_conversation, rebuild_summary
-from tests.canary import find_text, probing
-from tests.factories import chat
+from tests.support.canary import find_text, probing
+from tests.support.factories import chat
 
 
 def canary() -> str:

@@ -27,8 +27,8 @@ from conversations.services import start_conversation
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Note
-from tests.factories import PersonFactory, chat
-from tests.fixtures import LiveServer, Tenant, serve_web
+from tests.support.factories import PersonFactory, chat
+from tests.support.fixtures import LiveServer, Tenant, serve_web
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -258,7 +258,7 @@ def test_a_refused_import_leaves_no_job(tenant):
 
 
 def test_id_runs_are_exact():
-    from conversations.services import id_runs
+    from conversations.history_import import id_runs
 
     assert id_runs([7, 1, 2, 3, 9, 10]) == [[1, 3], [7, 7], [9, 10]]
     assert id_runs([]) == []

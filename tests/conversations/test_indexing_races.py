@@ -1,7 +1,7 @@
 """The message index never races deletes: a message deleted while it is embedded gets no vector
 (and the task raises nothing), a delete that meets an index write waits for it and takes the
 vector with it, and a message whose text changed while it was embedded does not get the vector of
-what it used to say. Deterministic races on a second connection, see tests/concurrency.py.
+what it used to say. Deterministic races on a second connection, see tests/support/concurrency.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from conversations.indexing import MESSAGES
 from conversations.models import Conversation, Message, MessageVector
 from conversations.services import delete_conversation, erase_message, record_message
 from memory.embedders import HashingEmbedder
-from tests.concurrency import (
+from tests.support.concurrency import (
     Background,
     MidEmbed,
     OpenTransaction,

@@ -193,7 +193,7 @@ def test_a_note_expiring_leaves_the_next_turn_after_its_expiry(tenant, person, a
 def test_what_is_kept_is_per_agent_and_a_commit_drops_this_process_copy(
     tenant, person, actor, conversation, noted, django_capture_on_commit_callbacks
 ):
-    from tests.factories import AgentFactory
+    from tests.support.factories import AgentFactory
 
     other = AgentFactory.create(team=tenant.team, slug="other")
     mute_category(person=person, agent=tenant.agent, category="food")

@@ -9,14 +9,9 @@ import pytest
 from django.db import transaction
 
 from conversations import kept_pairs
+from conversations.history_import import import_conversations
 from conversations.queries import search_messages
-from conversations.services import (
-    end_conversation,
-    erase_message,
-    import_conversations,
-    record_message,
-    start_conversation,
-)
+from conversations.services import end_conversation, erase_message, record_message, start_conversation
 from memory.indexing import IndexedModel
 
 pytestmark = pytest.mark.django_db(transaction=True)

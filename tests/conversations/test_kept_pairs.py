@@ -13,7 +13,7 @@ from conversations.queries import rank_candidates, search_messages
 from conversations.services import delete_conversation, erase_message, record_message, start_conversation
 from memory.indexing import IndexedModel
 from memory.vectors import forget_query_vectors
-from tests.factories import AgentFactory, PersonFactory
+from tests.support.factories import AgentFactory, PersonFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +170,7 @@ def test_a_message_rolled_back_after_a_search_kept_it_is_found_out(tenant, perso
 
 
 def test_an_import_into_a_kept_pair_is_read_by_the_next_search(tenant, person, conversation, embedded):
-    from conversations.services import import_conversations
+    from conversations.history_import import import_conversations
 
     search_messages(agent=tenant.agent, person=person, query="island")
     kept = kept_pair(tenant.agent, person)

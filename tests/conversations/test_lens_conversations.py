@@ -18,9 +18,9 @@ from conversations.views import CONVERSATIONS_PER_PAGE
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Note
-from tests.canary import find_text
 from tests.conversations.test_erasure import canary, seen_everywhere
-from tests.factories import chat
+from tests.support.canary import find_text
+from tests.support.factories import chat
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from conversations.models import MessageVector
 from conversations.queries import MEANING_WEIGHT, rank_candidates, rank_messages, search_messages
 from conversations.services import erase_message, record_message, start_conversation
 from memory.indexing import namespace_for
-from tests.factories import AgentFactory, PersonFactory, chat
 from tests.memory.embedding_server import Behaviour, embedding_settings
+from tests.support.factories import AgentFactory, PersonFactory, chat
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from conversations.queries import Ranking, rank_candidates, rank_messages
 from conversations.services import erase_message, record_message
 from memory.embedders import HashingEmbedder
 from memory.text import tokens
-from tests.http_stub import JsonHandler, serve
+from tests.support.http_stub import JsonHandler, serve
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from curator.schemas import CuratorPlan
 from curator.services import curate_conversation
 from memory.models import Note, Revision
 from memory.tools import REGISTRY
-from tests.factories import chat
-from tests.fixtures import make_tenant
+from tests.support.factories import chat
+from tests.support.fixtures import make_tenant
 
 
 def remember_plan(*sources: int) -> CuratorPlan:

@@ -22,8 +22,8 @@ from conversations.services import (
 )
 from memory.embedders import get_embedder
 from memory.indexing import IndexedModel, defer_dispatch, send_outbox, waiting_in_outbox
-from tests.concurrency import OpenTransaction, commit_once_blocked
-from tests.factories import AgentFactory, PersonFactory
+from tests.support.concurrency import OpenTransaction, commit_once_blocked
+from tests.support.factories import AgentFactory, PersonFactory
 
 
 def counts(conversation: Conversation) -> tuple[int, int]:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from conversations.history_import import import_conversations
 from conversations.models import MessageVector
 from conversations.retrieval import (
     STATISTICS,
@@ -19,9 +20,9 @@ from conversations.retrieval import (
     similar_messages,
     similar_statement,
 )
-from conversations.services import import_conversations, record_message, start_conversation
+from conversations.services import record_message, start_conversation
 from memory.indexing import namespace_for
-from tests.factories import PersonFactory
+from tests.support.factories import PersonFactory
 
 pytestmark = pytest.mark.django_db
 

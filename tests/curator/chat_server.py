@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.http_stub import JsonHandler, serve
+from tests.support.http_stub import JsonHandler, serve
 
 
 @dataclass

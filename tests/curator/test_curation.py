@@ -16,7 +16,7 @@ from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.queries import build_digest
 from memory.services import Actor, get_or_create_bank, mute_category, remember, update_bank_settings
-from tests.factories import chat, note_fields
+from tests.support.factories import chat, note_fields
 
 pytestmark = pytest.mark.django_db
 

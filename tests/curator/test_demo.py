@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Note, Revision
-from tests.fixtures import HTMX
+from tests.support.fixtures import HTMX
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_on")]
 

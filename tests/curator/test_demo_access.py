@@ -12,7 +12,7 @@ from accounts.demo import ensure_demo
 from accounts.models import Agent, ApiKey, Person, Team
 from conversations.models import Conversation, Message
 from memory.models import Bank, Note, Revision
-from tests.fixtures import HTMX
+from tests.support.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 

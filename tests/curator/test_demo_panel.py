@@ -11,7 +11,7 @@ from accounts.demo import DEMO_AGENT, DEMO_OWNER, ensure_demo
 from accounts.models import Person
 from conversations.models import Turn
 from memory.models import Note, Read, Revision
-from tests.fixtures import HTMX
+from tests.support.fixtures import HTMX
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_on")]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from tests.code_scan import call_chain
-from tests.fixtures import ROOT
+from tests.support.code_scan import call_chain
+from tests.support.fixtures import ROOT
 
 OWNED_ELSEWHERE = {"Conversation", "Message", "Bank", "Note"}
 WRITE_METHODS = {"create", "bulk_create", "bulk_update", "update", "update_or_create", "get_or_create", "delete"}

@@ -12,7 +12,7 @@ from curator.schemas import CuratorPlan, EditOp, ForgetOp, RememberOp
 from curator.services import curate_conversation
 from memory.models import Note, Revision
 from memory.services import append_observation, mute_category
-from tests.factories import chat
+from tests.support.factories import chat
 
 pytestmark = pytest.mark.django_db
 

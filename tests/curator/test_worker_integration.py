@@ -7,7 +7,7 @@ import pytest
 from conversations.models import Conversation
 from curator.models import ProviderCall
 from memory.models import Note, Revision
-from tests.fixtures import wait_for_worker_to_drain, wait_until
+from tests.support.fixtures import wait_for_worker_to_drain, wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -21,7 +21,7 @@ from django.db import close_old_connections
 from accounts.models import Person
 from config.bodylimit import WsgiBodyLimit
 from memory.models import Note
-from tests.fixtures import LiveServer
+from tests.support.fixtures import LiveServer
 
 FIFTY_MB = 50 * 1024 * 1024
 CHUNK = b" " * 65536  # whitespace: were it all read, it would still be one JSON document

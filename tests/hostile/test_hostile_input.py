@@ -36,8 +36,8 @@ from memory.models import Bank, Mute, Note, Revision
 from memory.package_format import FORMAT
 from memory.services import Actor, remember
 from memory.tools import REGISTRY
-from tests.fixtures import Tenant, make_tenant
 from tests.hostile.test_body_limit import assert_too_large, post_while_sending
+from tests.support.fixtures import Tenant, make_tenant
 from webhooks.models import Subscription
 
 # --- the world every case runs against --------------------------------------------------------

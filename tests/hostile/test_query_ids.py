@@ -8,7 +8,7 @@ import pytest
 
 from config.text import INT64_MAX
 from conversations.services import start_conversation
-from tests.factories import chat
+from tests.support.factories import chat
 
 pytestmark = pytest.mark.django_db
 

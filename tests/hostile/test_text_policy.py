@@ -27,7 +27,7 @@ from memory.models import Note, Revision
 from memory.package_format import FORMAT
 from memory.services import Actor, append_observation, remember
 from tests.curator.chat_server import Script, chat_server
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 ID, LINE, TEXT = TextKind.IDENTIFIER, TextKind.LINE, TextKind.TEXT
 

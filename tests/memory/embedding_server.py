@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.http_stub import JsonHandler, serve
+from tests.support.http_stub import JsonHandler, serve
 
 
 @dataclass

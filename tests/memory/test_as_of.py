@@ -13,7 +13,7 @@ from config.mcp import call_tool
 from memory import services
 from memory.models import Read
 from memory.services.reads import flush_reads
-from tests.canary import find_text
+from tests.support.canary import find_text
 from tests.test_query_counts import people_with_memories
 
 pytestmark = pytest.mark.django_db

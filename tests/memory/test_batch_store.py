@@ -14,8 +14,8 @@ from memory.embedders import HashingEmbedder
 from memory.indexing import NOTES
 from memory.models import Note, NoteVector
 from memory.services import remember
-from tests.concurrency import OpenTransaction, commit_once_blocked
-from tests.factories import chat, note_fields, written
+from tests.support.concurrency import OpenTransaction, commit_once_blocked
+from tests.support.factories import chat, note_fields, written
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_broker")]
 

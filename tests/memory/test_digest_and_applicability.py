@@ -14,7 +14,7 @@ from memory.exceptions import UnknownOntologyId
 from memory.models import Bank, Note, OntologyNode
 from memory.queries import TurnContext, build_digest, digest_max_chars, scope_refs_match, visible_notes
 from memory.services import get_or_create_bank, latch_full, mute_category, remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -145,7 +145,7 @@ def test_the_digest_sorts_by_specificity_precision_richness_then_recency(tenant,
 
 
 def test_a_muted_category_leaves_the_digest_for_that_agent_only(tenant, person, actor):
-    from tests.factories import AgentFactory
+    from tests.support.factories import AgentFactory
 
     remember(team=tenant.team, person=person, actor=actor, category="health", **note_fields(key="allergy"))
     remember(team=tenant.team, person=person, actor=actor, **note_fields(key="city"))

@@ -15,8 +15,8 @@ from memory.indexing import NOTES
 from memory.models import NoteVector
 from memory.services import remember
 from memory.vectors import order_by_meaning
-from tests.factories import note_fields
-from tests.fixtures import ROOT
+from tests.support.factories import note_fields
+from tests.support.fixtures import ROOT
 
 
 @pytest.fixture(scope="module")

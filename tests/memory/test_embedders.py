@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from memory.embedders import EmbeddingUnavailable, HashingEmbedder, LocalMiniLM, OpenAIEmbedder
-from tests.fixtures import ROOT
 from tests.memory.embedding_server import Behaviour, embedding_server
+from tests.support.fixtures import ROOT
 
 
 @pytest.fixture(scope="module")

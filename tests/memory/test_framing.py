@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory import framing
-from tests.fixtures import ROOT
+from tests.support.fixtures import ROOT
 
 APPS = ("accounts", "config", "memory", "conversations", "curator")
 FRAMING_WORDS = ("not instructions", "reference data", "untrusted")

@@ -16,8 +16,8 @@ from curator.services import consolidate_bank
 from memory.exceptions import BankFull
 from memory.models import Bank, Note, Revision
 from memory.services import delete_note, expire_notes, latch_full, remember
-from tests.factories import note_fields
-from tests.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
+from tests.support.factories import note_fields
+from tests.support.fixtures import ROOT, WORKER_DEADLINE, database_url_for_subprocesses
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ vector of newer text, a delete that meets an index write waits for it and takes 
 it, and a vector of other text is never used.
 
 Each race is made deterministic: the concurrent change runs on a second connection at a chosen
-point (inside the embedder, or while the other side holds its row lock), see tests/concurrency.py.
+point (inside the embedder, or while the other side holds its row lock), see tests/support/concurrency.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memory.indexing import NOTES
 from memory.models import Note, NoteVector
 from memory.services import delete_note, edit_note, erase_note, forget, remember
 from memory.vectors import similarities
-from tests.concurrency import (
+from tests.support.concurrency import (
     Background,
     MidEmbed,
     OpenTransaction,
@@ -25,7 +25,7 @@ from tests.concurrency import (
     on_other_connection,
     wait_until_blocked_on_a_lock,
 )
-from tests.factories import note_fields, written
+from tests.support.factories import note_fields, written
 
 # Writes here commit for real; their after-commit indexing goes nowhere, the tests index themselves.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_broker")]

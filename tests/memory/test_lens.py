@@ -10,8 +10,8 @@ from accounts.models import Membership
 from memory.models import Bank, Note, NoteVector, Revision
 from memory.queries import build_digest
 from memory.services import append_observation, latch_full, mute_category, remember
-from tests.factories import AgentFactory, PersonFactory, note_fields, written
-from tests.fixtures import HTMX, PASSWORD, make_tenant
+from tests.support.factories import AgentFactory, PersonFactory, note_fields, written
+from tests.support.fixtures import HTMX, PASSWORD, make_tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -404,7 +404,7 @@ def test_the_lens_shows_what_each_agent_is_reminded_of_and_a_mute_changes_it(len
 
 def test_a_team_admin_sees_the_teams_people_and_a_member_does_not(client, django_user_model, tenant, actor):
     from accounts.models import Membership
-    from tests.factories import PersonFactory
+    from tests.support.factories import PersonFactory
 
     bob = PersonFactory.create(team=tenant.team, external_id="bob")
     note = remember(team=tenant.team, person=bob, actor=actor, **note_fields(content="Bob lives in Rome.")).note

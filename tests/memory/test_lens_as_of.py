@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from memory.models import Revision
 from memory.services import Actor, edit_note, erase_note, remember
-from tests.factories import PersonFactory, written
-from tests.fixtures import HTMX
+from tests.support.factories import PersonFactory, written
+from tests.support.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 

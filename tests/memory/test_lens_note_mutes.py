@@ -9,8 +9,8 @@ import pytest
 from memory.models import Mute
 from memory.queries import build_digest
 from memory.services import remember
-from tests.factories import AgentFactory, PersonFactory, note_fields, written
-from tests.fixtures import HTMX
+from tests.support.factories import AgentFactory, PersonFactory, note_fields, written
+from tests.support.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from accounts.models import Membership
 from conversations.services import start_conversation
 from memory.models import Read
 from memory.services.reads import flush_reads, record_read
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields, written
-from tests.fixtures import PASSWORD, make_tenant
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields, written
+from tests.support.fixtures import PASSWORD, make_tenant
 
 pytestmark = pytest.mark.django_db
 URL = reverse("lens-reads")

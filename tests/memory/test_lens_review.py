@@ -14,8 +14,8 @@ from conversations.models import NoteSource
 from conversations.services import start_conversation
 from memory.models import Bank, Note, Proposal, Revision
 from memory.services import Actor, get_or_create_bank, latch_full, propose, set_review_writes
-from tests.factories import PersonFactory, chat
-from tests.fixtures import HTMX, Tenant, make_tenant
+from tests.support.factories import PersonFactory, chat
+from tests.support.fixtures import HTMX, Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.test import Client
 from accounts.models import Membership
 from memory.models import Note, Revision
 from memory.services import Actor, remember
-from tests.factories import PersonFactory, note_fields, written
-from tests.fixtures import HTMX, PASSWORD
+from tests.support.factories import PersonFactory, note_fields, written
+from tests.support.fixtures import HTMX, PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -146,7 +146,7 @@ def test_a_team_admin_deletes_a_shared_note(admin_client, shared):
 
 
 def test_an_admin_of_another_team_is_no_admin_here(client, django_user_model, shared, member_client):
-    from tests.fixtures import make_tenant
+    from tests.support.fixtures import make_tenant
 
     elsewhere = make_tenant()
     user = django_user_model.objects.create_user("other-admin", password=PASSWORD)

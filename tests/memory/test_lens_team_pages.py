@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Membership
 from memory.services import remember
-from tests.factories import PersonFactory, note_fields
-from tests.fixtures import HTMX
+from tests.support.factories import PersonFactory, note_fields
+from tests.support.fixtures import HTMX
 
 pytestmark = pytest.mark.django_db
 

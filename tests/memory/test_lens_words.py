@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from memory.models import Bank, Note, Revision
 from memory.services import Actor, expire_notes, forget, merge_notes, remember, update_bank_settings
-from tests.factories import PersonFactory, note_fields, written
+from tests.support.factories import PersonFactory, note_fields, written
 
 pytestmark = pytest.mark.django_db
 

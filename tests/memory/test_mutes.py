@@ -20,7 +20,7 @@ from config.mcp import call_tool
 from memory.models import Note
 from memory.queries import build_digest
 from memory.services import mute_category, remember
-from tests.factories import AgentFactory, PersonFactory, written
+from tests.support.factories import AgentFactory, PersonFactory, written
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from accounts.services import issue_api_key
 from memory.models import Mute
 from memory.services import remember
-from tests.factories import AgentFactory, PersonFactory, note_fields
+from tests.support.factories import AgentFactory, PersonFactory, note_fields
 
 pytestmark = pytest.mark.django_db
 

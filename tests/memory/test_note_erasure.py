@@ -21,9 +21,9 @@ from memory.services import (
     remember,
     update_bank_settings,
 )
-from tests.canary import find_text
-from tests.factories import note_fields, written
-from tests.fixtures import Tenant
+from tests.support.canary import find_text
+from tests.support.factories import note_fields, written
+from tests.support.fixtures import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from memory.models import Note
 from memory.recall import bm25, recall_memories
 from memory.services import edit_note, remember
 from memory.text import STOP_WORDS, stem, stop_words, tokens, words
-from tests.factories import note_fields, written
-from tests.postgres_share import POSTGRES_SHARE
+from tests.support.factories import note_fields, written
+from tests.support.postgres_share import POSTGRES_SHARE
 
 SHIPPED = POSTGRES_SHARE / "tsearch_data"
 COPIES = Path(__file__).resolve().parents[2] / "memory/assets/stopwords"

@@ -16,7 +16,7 @@ from memory.models import Bank, Note, OntologyNode, Revision
 from memory.package_format import FORMAT
 from memory.packages import export_person, import_package, parse_package_text
 from memory.services import Actor, remember
-from tests.factories import PersonFactory
+from tests.support.factories import PersonFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from memory.embedders import EmbeddingUnavailable
 from memory.indexing import NOTES, IndexedModel, dispatch, drain, pending_keys
 from memory.models import Note, NoteVector
 from memory.services import remember
-from tests.factories import note_fields, written
+from tests.support.factories import note_fields, written
 
 pytestmark = pytest.mark.django_db
 

@@ -32,9 +32,9 @@ from memory.services import (
     remember,
     set_review_writes,
 )
-from tests.canary import find_text, probing
-from tests.factories import AgentFactory, PersonFactory, chat, note_fields
-from tests.fixtures import Tenant, make_tenant
+from tests.support.canary import find_text, probing
+from tests.support.factories import AgentFactory, PersonFactory, chat, note_fields
+from tests.support.fixtures import Tenant, make_tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from memory.kept_banks import TERMS, Terms, candidates, forget_kept
 from memory.models import Bank, OntologyNode
 from memory.recall import bm25, recall_bundle, recall_memories
 from memory.services import edit_note, remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

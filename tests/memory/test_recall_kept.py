@@ -16,7 +16,7 @@ from memory.models import Bank, Mute, Note, OntologyNode
 from memory.queries import visible_notes
 from memory.recall import hybrid_rank, recall_memories
 from memory.services import delete_note, edit_note, mute_category, remember
-from tests.factories import note_fields, written
+from tests.support.factories import note_fields, written
 
 pytestmark = pytest.mark.django_db
 

@@ -22,9 +22,9 @@ from memory import services
 from memory.indexing import NOTES
 from memory.models import Bank, Note
 from memory.packages import import_package
-from tests.code_scan import call_chain
-from tests.factories import note_fields
-from tests.fixtures import ROOT
+from tests.support.code_scan import call_chain
+from tests.support.factories import note_fields
+from tests.support.fixtures import ROOT
 
 WRITE_METHODS = {
     "create",

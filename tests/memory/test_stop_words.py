@@ -15,7 +15,7 @@ from memory.text import (
     real_word_count,
     tokens,
 )
-from tests.postgres_share import POSTGRES_SHARE
+from tests.support.postgres_share import POSTGRES_SHARE
 
 
 def postgres_drops(words: set[str] | frozenset[str]) -> set[str]:

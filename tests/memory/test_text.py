@@ -20,7 +20,7 @@ from memory.text import (
     word_diff,
     words,
 )
-from tests.postgres_share import POSTGRES_SHARE
+from tests.support.postgres_share import POSTGRES_SHARE
 
 # --- stop words -------------------------------------------------------------------------------
 

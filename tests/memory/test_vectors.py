@@ -14,8 +14,8 @@ from memory.models import Note, NoteVector
 from memory.recall import Hit, hybrid_rank, recall_bundle, recall_memories
 from memory.services import delete_note, remember
 from memory.vectors import Similarities, order_by_meaning, similarities
-from tests.factories import note_fields
 from tests.memory.embedding_server import Behaviour, embedding_settings
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.db import connection, connections, transaction
 
 from accounts.services import get_or_create_person
 from memory.services import remember
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 
 @pytest.mark.django_db(transaction=True)  # two connections, each committing its own transaction

@@ -8,7 +8,7 @@ from memory.exceptions import EditMismatch, InvalidNote, NoteNotFound, TooLong, 
 from memory.models import Bank, Note, OntologyNode, Revision
 from memory.services import Actor, append_observation, edit_note, forget, remember
 from memory.text import normalize_key
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -225,7 +225,7 @@ def test_a_refused_scope_is_logged_too(tenant, person, actor):
 
 
 def test_a_person_of_another_team_cannot_be_written_for(tenant, other_tenant, actor):
-    from tests.factories import PersonFactory
+    from tests.support.factories import PersonFactory
 
     stranger = PersonFactory(team=other_tenant.team, external_id="bob")
     with pytest.raises(NoteNotFound):

@@ -18,7 +18,7 @@ django.setup()
 
 from accounts.models import Person, Team  # noqa: E402
 from memory.services import Actor, remember  # noqa: E402
-from tests.fixtures import WORKER_DEADLINE  # noqa: E402
+from tests.support.fixtures import WORKER_DEADLINE  # noqa: E402
 
 team_id, person_id, index, barrier = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 team = Team.objects.get(pk=team_id)

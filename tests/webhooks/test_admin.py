@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.fixtures import make_tenant
+from tests.support.fixtures import make_tenant
 from webhooks.models import Delivery, Subscription
 
 SECRET = "never-shown-in-the-admin-123"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures import make_tenant
+from tests.support.fixtures import make_tenant
 from webhooks.models import Delivery, Subscription
 
 URL = "http://127.0.0.1:9/hook"

@@ -11,7 +11,7 @@ from django.db import transaction
 from memory import services as memory
 from memory.models import Revision
 from memory.services import Actor
-from tests.factories import note_fields
+from tests.support.factories import note_fields
 from tests.webhooks.receiver import run_receiver
 from webhooks import services
 from webhooks.models import Delivery, Subscription
@@ -269,7 +269,7 @@ def test_erasing_a_note_takes_its_words_out_of_every_delivery(
     admin_tenant, actor, receiver, queued, django_capture_on_commit_callbacks
 ):
     tenant = admin_tenant
-    from tests.factories import PersonFactory
+    from tests.support.factories import PersonFactory
 
     person = PersonFactory.create(team=tenant.team, external_id="ada")
     subscribe(tenant, receiver)
@@ -297,7 +297,7 @@ def test_erasing_a_person_emits_person_erased_and_scrubs_their_events(
     admin_tenant, actor, receiver, queued, django_capture_on_commit_callbacks
 ):
     tenant = admin_tenant
-    from tests.factories import PersonFactory
+    from tests.support.factories import PersonFactory
 
     person = PersonFactory.create(team=tenant.team, external_id="ada")
     subscription = subscribe(tenant, receiver)

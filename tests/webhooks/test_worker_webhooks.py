@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.fixtures import make_tenant, run_celery_worker, wait_until
+from tests.support.fixtures import make_tenant, run_celery_worker, wait_until
 from tests.webhooks.receiver import Received, run_receiver
 from webhooks.models import Delivery
 

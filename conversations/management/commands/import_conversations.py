@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from accounts.models import Agent, Team
 from config.exceptions import DomainError
-from conversations.services import import_conversations, parse_jsonl
+from conversations.history_import import import_conversations, parse_jsonl
 
 
 class Command(BaseCommand):

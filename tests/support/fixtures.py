@@ -3,7 +3,7 @@ clients, a person with a conversation, the write path's actor, indexing inline, 
 a real Celery worker, and the ASGI app under uvicorn.
 
 Data builders without pytest machinery (factories, note fields, a recorded chat) are in
-tests/factories.py.
+tests/support/factories.py.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from conversations.models import Conversation
 from conversations.services import start_conversation
 from memory.models import Revision
 from memory.services import Actor
-from tests.factories import AgentFactory, PersonFactory, TeamFactory
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _worker_numbers = count(1)
 
 # How long a test waits for a real worker or server to get somewhere. It is a deadline, not a delay:

@@ -28,7 +28,7 @@ from memory.services import (
     update_bank_settings,
 )
 from memory.services.reads import flush_reads, record_read
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, written
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, written
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("demo_on")]
 

@@ -11,8 +11,8 @@ from accounts.services import issue_api_key
 from conversations.services import start_conversation
 from memory.models import Revision
 from memory.services import Actor, remember
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, chat, written
-from tests.test_browser_lens import PASSWORD, log_in
+from tests.browser.test_browser_lens import PASSWORD, log_in
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, chat, written
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

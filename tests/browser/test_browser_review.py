@@ -12,8 +12,8 @@ from playwright.sync_api import Page, expect
 from conversations.services import start_conversation
 from memory.models import Note, Proposal
 from memory.services import Actor, propose, set_review_writes
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, chat
-from tests.test_browser_screens import PASSWORD, WIDTHS, fits_and_passes_axe, log_in
+from tests.browser.test_browser_screens import PASSWORD, WIDTHS, fits_and_passes_axe, log_in
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

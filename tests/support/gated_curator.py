@@ -1,6 +1,6 @@
 """The real Celery app, with curator passes that can be held in the middle of their work.
 
-Start a worker with `-A tests.gated_curator` and CURATOR_GATE_PREFIX in its environment. A test arms a
+Start a worker with `-A tests.support.gated_curator` and CURATOR_GATE_PREFIX in its environment. A test arms a
 conversation by setting `<prefix>armed:<conversation id>`; the first pass over it that gets to
 its first operation (inside the pass's transaction, the conversation locked, one operation
 applied) announces `<parent pid> <pid>` on the list `<prefix>held` and waits for
@@ -16,7 +16,7 @@ from typing import Any
 from celery.signals import worker_process_init
 
 from config.celery import app
-from tests.gated_worker import gate_client
+from tests.support.gated_worker import gate_client
 
 __all__ = ["app"]
 

@@ -7,10 +7,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from memory.models import Mute
-from tests import test_browser_lens
-from tests.factories import AgentFactory
-from tests.test_browser_lens import Owner, log_in
-from tests.test_browser_screens import fits_and_passes_axe
+from tests.browser import test_browser_lens
+from tests.browser.test_browser_lens import Owner, log_in
+from tests.browser.test_browser_screens import fits_and_passes_axe
+from tests.support.factories import AgentFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 owner = test_browser_lens.owner  # Ada, her login and her agent Coach, as the lens's browser tests have them

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from accounts.models import Agent, Person
 from memory.models import Note, Revision
 from memory.services import Actor, append_observation, remember
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, written
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, written
 
 PASSWORD = "correct horse battery staple"
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

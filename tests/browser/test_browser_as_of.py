@@ -13,8 +13,8 @@ from playwright.sync_api import Page, expect
 
 from memory.models import Note, Revision
 from memory.services import Actor, edit_note, erase_note, forget, remember
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, written
-from tests.test_browser_screens import fits_and_passes_axe, log_in
+from tests.browser.test_browser_screens import fits_and_passes_axe, log_in
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, written
 
 PASSWORD = "correct horse battery staple"
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -11,10 +11,10 @@ from conversations.services import start_conversation
 from curator.providers import RulesProvider
 from curator.services import curate_conversation
 from memory.models import Note
-from tests import test_browser_lens
-from tests.canary import find_text
-from tests.factories import chat
-from tests.test_browser_lens import Owner, log_in
+from tests.browser import test_browser_lens
+from tests.browser.test_browser_lens import Owner, log_in
+from tests.support.canary import find_text
+from tests.support.factories import chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 owner = test_browser_lens.owner  # Ada, her login and her agent Coach, as the lens's browser tests have them

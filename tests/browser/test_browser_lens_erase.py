@@ -13,9 +13,9 @@ from conversations.models import Conversation
 from conversations.services import start_conversation, update_summary
 from memory.models import Revision
 from memory.services import Actor, append_observation, remember
-from tests.canary import find_text
-from tests.factories import AgentFactory, PersonFactory, TeamFactory, chat
-from tests.test_browser_lens import PASSWORD, log_in
+from tests.browser.test_browser_lens import PASSWORD, log_in
+from tests.support.canary import find_text
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory, chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,6 @@
 """The real Celery app, with an embedder that holds chosen texts mid-embedding until a test says go.
 
-Start a worker with `-A tests.gated_worker` and GATE_PREFIX in its environment. A text that
+Start a worker with `-A tests.support.gated_worker` and GATE_PREFIX in its environment. A text that
 contains a gate token (`gate-<lane>-<digits>`) is announced on the list `<prefix>started:<lane>`
 as soon as embedding begins, and the embedder then waits for `<prefix>go:<token>` before it
 returns, so a test knows each task is in the middle of its work and chooses when it finishes. Other texts

@@ -1,5 +1,5 @@
 """A team admin's lens in Chromium: the team's people a page at a time and the box that finds one,
-at a desktop width and a phone's, with axe (tests/test_browser_screens.py's check)."""
+at a desktop width and a phone's, with axe (tests/browser/test_browser_screens.py's check)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from accounts.models import Membership
 from memory.models import Revision
 from memory.services import Actor, remember
-from tests.factories import AgentFactory, PersonFactory, TeamFactory
-from tests.test_browser_screens import PASSWORD, fits_and_passes_axe, log_in
+from tests.browser.test_browser_screens import PASSWORD, fits_and_passes_axe, log_in
+from tests.support.factories import AgentFactory, PersonFactory, TeamFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,6 @@
 """Data builders for tests, each defined here once: model factories, a note's fields, a recorded chat.
 
-Fixtures (tenants, `person`, `conversation`, `actor`, inline indexing) are in tests/fixtures.py.
+Fixtures (tenants, `person`, `conversation`, `actor`, inline indexing) are in tests/support/fixtures.py.
 """
 
 from __future__ import annotations
