@@ -229,3 +229,33 @@ def columns_of[T: Model](model: type[T], alias: str = "") -> Columns[T]:
         )
         _columns[(model, alias)] = found
     return found
+
+
+@dataclass(frozen=True)
+class Insert:
+    """The INSERT of one new row written by hand, as `instance.save(force_insert=True)` would send it:
+    every concrete field but the auto primary key, each value as the field saves it (Field.pre_save,
+    then Field.get_db_prep_save: auto_now_add, JSON, choices and all), returning the primary key.
+    For a statement that inserts together with another (a data-modifying WITH) in one round trip."""
+
+    sql: str
+    params: list[Any]
+
+    @classmethod
+    def of(cls, instance: Model) -> Insert:
+        meta = instance._meta
+        quote = connection.ops.quote_name
+        fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field]
+        values = [field.get_db_prep_save(field.pre_save(instance, add=True), connection) for field in fields]
+        sql = (
+            f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(field.column)) for field in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(str(meta.pk.column))}"
+        )
+        return cls(sql, values)
+
+    @staticmethod
+    def inserted(instance: Model, pk: Any) -> None:
+        """Mark `instance` as the row just inserted with this primary key, as save() would."""
+        instance.pk = pk
+        instance._state.adding = False
+        instance._state.db = connection.alias

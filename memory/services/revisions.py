@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from functools import partial, reduce
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Case, CharField, F, Q, TextField, Value, When
 from django.db.models.functions import Cast, Concat
-from django.db.models.sql import InsertQuery
 
 from accounts.models import Agent, Person, Team
-from config.prepared import statement_cursor
+from config.prepared import Insert, statement_cursor
 from config.text import TextKind, escape_unstorable, storable_json, text_problem
 from memory.models import CONTENT_MAX, Bank, Note, Revision
 from memory.queries import forget_kept_banks
@@ -62,26 +61,18 @@ def new_bank_version(bank_ids: list[int]) -> None:
 
 def _insert_raising_version(revision: Revision, bank_id: int) -> None:
     """Insert the revision and raise its bank's version (new_bank_version) in one statement: every
-    logged write pays one round trip for both, not two. The INSERT is the one Django would send
-    for revision.save(), so its fields are prepared as the model declares them."""
-    meta = Revision._meta
-    query = InsertQuery(Revision)
-    query.insert_values([f for f in meta.local_concrete_fields if f is not meta.auto_field], [revision])
-    compiler = query.get_compiler(connection=connection)
-    compiler.returning_fields = meta.db_returning_fields
-    [(insert, params)] = compiler.as_sql()
+    logged write pays one round trip for both, not two. The INSERT is the one revision.save() would
+    send (config.prepared.Insert)."""
+    insert = Insert.of(revision)
     with statement_cursor() as cursor:
         # A data-modifying WITH runs exactly once, whether or not the INSERT refers to it. One row:
         # its lock (which the writer usually holds already) needs no order.
         cursor.execute(
-            f"WITH raised AS (UPDATE {Bank._meta.db_table} SET version = version + 1 WHERE id = %s) {insert}",
-            [bank_id, *params],
+            f"WITH raised AS (UPDATE {Bank._meta.db_table} SET version = version + 1 WHERE id = %s) {insert.sql}",
+            [bank_id, *insert.params],
         )
-        returned = cursor.fetchone()
-    for field, value in zip(meta.db_returning_fields, returned, strict=True):
-        setattr(revision, field.attname, value)
-    revision._state.adding = False
-    revision._state.db = connection.alias
+        (pk,) = cursor.fetchone()
+    Insert.inserted(revision, pk)
     transaction.on_commit(partial(forget_kept_banks, [bank_id]))
 
 
