@@ -24,6 +24,7 @@ BENCHMARKS = {
     "import": "bench.bench_import",
     "locomo": "bench.locomo_retrieval",
     "longmemeval": "bench.longmemeval",
+    "longmemeval_scale": "bench.longmemeval_scale",
     "reads": "bench.bench_reads",
     "http": "bench.bench_http",
     "load": "bench.bench_load",

@@ -273,7 +273,7 @@ def bodies(lines: list[dict[str, Any]], limit: int) -> list[list[int]]:
     return groups
 
 
-def load_question(slug: str, question: Question) -> Loaded:
+def load_question(slug: str, question: Question, shift: timedelta | None = None) -> Loaded:
     from django.conf import settings
     from django.test import Client
 
@@ -292,7 +292,8 @@ def load_question(slug: str, question: Question) -> Loaded:
     )
     # Every date moved so that the question is asked now: a turn is composed at the present, and the
     # question's "last Friday" or "two weeks ago" then means what it meant on the question's date.
-    lines, names, loaded.refused = import_lines(question, shift=datetime.now(UTC) - question.date)
+    shift = datetime.now(UTC) - question.date if shift is None else shift
+    lines, names, loaded.refused = import_lines(question, shift=shift)
     for group in bodies(lines, settings.API_MAX_BODY_BYTES - 4096):
         body = [lines[i] for i in group]
         while body:

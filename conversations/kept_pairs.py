@@ -674,6 +674,12 @@ def forget_kept_pairs() -> None:
             del _locks[key]
 
 
+def is_kept(agent: Agent, person: Person) -> bool:
+    """Whether this process keeps the pair (benchmarks: a large pair is read on a thread)."""
+    with _lock:
+        return (agent.team_id, agent.pk, person.pk) in _pairs
+
+
 def vectors_kept(agent: Agent, person: Person) -> str | None:
     """How this process keeps the pair's vectors ("exact", "quantised"), or None (benchmarks)."""
     with _lock:
