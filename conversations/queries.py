@@ -8,6 +8,7 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import takewhile
 from typing import Any
 
 import numpy as np
@@ -257,7 +258,9 @@ class RankedMessages:
 
     def hits(self, *, limit: int, exclude_ids: set[int] | None = None, read_ahead: bool = False) -> list[MessageHit]:
         """The best `limit` candidates not in `exclude_ids`, read now: a message erased since the
-        search is not among them (and is not replaced).
+        search is not among them (and is not replaced), and one that says word for word what a
+        better one says is left out for the next candidate (a pasted text, a question asked again:
+        a second copy tells the agent nothing more).
 
         With read_ahead, the next `limit` candidates beyond these are read too, and a later call
         with read_ahead reads only candidates no such call has read: the composer settles its
@@ -266,21 +269,32 @@ class RankedMessages:
         Such a call sees an erasure as the first read of each candidate did."""
         excluded = exclude_ids or set()
         wanted = [pk for pk in self.best_first if pk not in excluded]
-        ranked = wanted[:limit]
-        if not ranked:
+        if not wanted[:limit]:
             return []
+        ahead = wanted[: 2 * limit]  # the repeats' replacements come from here
         if not read_ahead:
-            rows = _hit_rows(self.team_id, ranked)
+            rows = _hit_rows(self.team_id, ahead)
+            chosen, _ = _distinct(ahead, rows, limit)
             return [
                 MessageHit(message=Message.from_db(connection.alias, _HIT_FIELDS, rows[pk]), score=self.totals[pk])
-                for pk in ranked
-                if pk in rows
+                for pk in chosen
             ]
-        if any(pk not in self._read for pk in ranked):
-            unread = [pk for pk in wanted[: 2 * limit] if pk not in self._read]
-            found = _hit_rows(self.team_id, unread)
-            self._read.update((pk, found.get(pk)) for pk in unread)
-        return [MessageHit(message=self._message(pk), score=self.totals[pk]) for pk in ranked if self._read[pk]]
+        if any(pk not in self._read for pk in ahead[:limit]):
+            self._read_now(ahead)
+        read = list(takewhile(lambda pk: pk in self._read, ahead))
+        chosen, places = _distinct(read, self._rows(read), limit)
+        if places and len(read) < len(ahead):  # repeats left places the candidates read cannot fill
+            self._read_now(ahead)
+            chosen, _ = _distinct(ahead, self._rows(ahead), limit)
+        return [MessageHit(message=self._message(pk), score=self.totals[pk]) for pk in chosen]
+
+    def _read_now(self, ids: list[int]) -> None:
+        unread = [pk for pk in ids if pk not in self._read]
+        found = _hit_rows(self.team_id, unread)
+        self._read.update((pk, found.get(pk)) for pk in unread)
+
+    def _rows(self, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+        return {pk: row for pk in ids if (row := self._read[pk]) is not None}
 
     def _message(self, pk: int) -> Message:
         """The hit's message, built once from its row (the same object for every call)."""
@@ -296,6 +310,31 @@ class RankedMessages:
 # read by hand-written SQL: compiling the equivalent queryset cost more than running it.
 _HIT_FIELDS = [field.attname for field in Message._meta.concrete_fields if field.attname != "search"]
 _HITS = "SELECT {columns} FROM {table} WHERE team_id = %s AND id = ANY(%s::bigint[]) AND erased_at IS NULL"
+
+
+_CONTENT = _HIT_FIELDS.index("content")
+
+
+def _distinct(candidates: list[int], rows: dict[int, tuple[Any, ...]], limit: int) -> tuple[list[int], int]:
+    """The first `limit` places of `candidates`, best first: one not in `rows` (erased) takes its
+    place and is not shown; one whose text a better one chosen says word for word gives its place
+    to the next. Returns those chosen, and the places the candidates left empty."""
+    chosen: list[int] = []
+    said: set[str] = set()
+    places = limit
+    for pk in candidates:
+        if not places:
+            break
+        row = rows.get(pk)
+        if row is None:
+            places -= 1
+            continue
+        if row[_CONTENT] in said:
+            continue
+        said.add(row[_CONTENT])
+        chosen.append(pk)
+        places -= 1
+    return chosen, places
 
 
 def _hit_rows(team_id: int, ids: list[int]) -> dict[int, tuple[Any, ...]]:

@@ -189,6 +189,21 @@ def test_one_ranking_answers_every_exclusion_as_a_search_would_and_never_shows_a
     assert [hit.message.pk for hit in ranked.hits(limit=4)] == before[1:]
 
 
+def test_a_text_said_again_word_for_word_is_shown_once_and_the_next_one_takes_its_place(tenant, person, conversation):
+    pasted = "The gate code for the allotment is 4417"
+    first = say(conversation, pasted)
+    say(conversation, "Thanks, noted", role="assistant")
+    again = say(conversation, pasted)  # pasted a second time, later
+    other = say(conversation, "The allotment gate sticks in the rain", role="assistant")
+    ranked = rank_candidates(agent=tenant.agent, person=person, query="allotment gate code 4417")
+    assert {first.pk, again.pk} <= set(ranked.best_first[:2])  # both copies rank first, as ever
+    for read_ahead in (False, True):
+        hits = ranked.hits(limit=2, read_ahead=read_ahead)
+        assert texts(hits) == [pasted, other.content]  # one copy, then the next candidate
+    found = search_messages(agent=tenant.agent, person=person, query="allotment gate code 4417", limit=2)
+    assert texts(found) == [pasted, other.content]
+
+
 def test_when_the_embedder_is_down_words_still_answer_and_the_search_says_so(
     tenant, person, conversation, index_inline, settings
 ):
