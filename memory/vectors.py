@@ -17,7 +17,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Team
 from memory import language
-from memory.embedders import EmbeddingUnavailable, get_embedder
+from memory.embedders import Embedder, EmbeddingUnavailable, get_embedder
 from memory.indexing import NOTES, namespace_for
 from memory.models import Note, NoteVector
 
@@ -58,7 +58,9 @@ def embed_query_soon(text: str) -> Future[tuple[np.ndarray | None, str]]:
         running = _IN_FLIGHT.get(key)
         started = running is None
         if running is None:
-            running = _IN_FLIGHT[key] = _EMBEDDING.submit(embed_query, text)
+            # With this embedder, not whichever is configured when the thread gets to it: the
+            # future is found by this embedder's key.
+            running = _IN_FLIGHT[key] = _EMBEDDING.submit(embed_query, text, embedder)
     if started:  # outside the lock: a callback added to a future already done runs at once
         running.add_done_callback(lambda done: _landed(key, done))
     yours: Future[tuple[np.ndarray | None, str]] = Future()
@@ -97,15 +99,16 @@ def kept_query_vector(text: str) -> tuple[np.ndarray | None, str] | None:
     return (vector, "") if vector is not None else None
 
 
-def embed_query(text: str) -> tuple[np.ndarray | None, str]:
+def embed_query(text: str, embedder: Embedder | None = None) -> tuple[np.ndarray | None, str]:
     """The query's vector, or (None, why) when the embedder is unavailable.
 
     One turn embeds the same text several times (note ordering, each passages search): recent
     vectors are kept, and a recent failure is not retried, so a hanging embedder costs a turn
     one timeout rather than one per search. A failure is forgotten as soon as the embedder has
-    answered since (for any caller: an index task run in this process included).
+    answered since (for any caller: an index task run in this process included). `embedder`: the
+    one to use (default the configured one).
     """
-    embedder = get_embedder()
+    embedder = embedder or get_embedder()
     if embedder is None:
         return None, ""
     key = (embedder.model, embedder.dim, text)

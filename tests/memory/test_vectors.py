@@ -282,6 +282,35 @@ def test_a_text_being_embedded_is_embedded_once_for_every_caller_and_a_cancel_is
         assert len(behaviour.requests) == 2
 
 
+def test_a_text_queued_for_embedding_is_embedded_by_the_embedder_it_was_asked_of(settings, monkeypatch):
+    """The in-flight embedding is found by its embedder's key: it must be that embedder's vector,
+    even when another is configured by the time a thread gets to it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory import vectors
+
+    one_thread = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(vectors, "_EMBEDDING", one_thread)
+    gate = threading.Event()
+    one_thread.submit(gate.wait, 30)  # the only thread is busy: the embedding below waits its turn
+    behaviour = Behaviour(mode="ok", dim=8)
+    with embedding_settings(settings, behaviour, model="m-queued"):
+        settings.EMBEDDING_TIMEOUT = 30.0
+        queued = vectors.embed_query_soon("what did the puppy eat?")
+        settings.EMBEDDER = "hashing"  # another embedder before the thread is free
+        gate.set()
+        vector, why = queued.result(30)
+    one_thread.shutdown()
+    assert why == ""
+    assert vector is not None
+    # The server embedded it (the hashing embedder asks no one).
+    assert [request["input"] for request in behaviour.requests] in (
+        [["what did the puppy eat?"]],
+        ["what did the puppy eat?"],
+    )
+
+
 def test_a_vector_written_as_text_reads_back_as_the_same_float4s():
     """vector_text writes each component in the 9 digits that give its float4 back: Postgres (pgvector)
     reads back every bit, the smallest, largest and negative zero included."""
