@@ -136,3 +136,15 @@ def env_url(name: str, *, schemes: tuple[str, ...]) -> str | None:
             f"{name} must be a URL starting with one of {', '.join(s + '://' for s in schemes)}."
         )
     return value
+
+
+def env_url_list(name: str, *, schemes: tuple[str, ...]) -> list[str]:
+    """Comma-separated URLs, each starting with one of `schemes`; a refused one is named by its
+    host and path only (its user and password are not repeated in the error)."""
+    urls = env_list(name, default=[])
+    for url in urls:
+        if not url.startswith(tuple(scheme + "://" for scheme in schemes)):
+            raise ImproperlyConfigured(
+                f"{name}: {url.split('@')[-1]!r} is not a {' or '.join(s + '://' for s in schemes)} URL."
+            )
+    return urls

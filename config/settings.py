@@ -22,6 +22,7 @@ from config.env import (
     env_secret,
     env_str,
     env_url,
+    env_url_list,
 )
 from config.redis import redis_py_url
 
@@ -155,12 +156,7 @@ if DB_PREPARED_STATEMENTS:
 # messages and the notes' listings and recall read from one of them when it has replayed every
 # erasure, mute and note write of the person asked about (config/replicas.py); everything else,
 # and any read it has not replayed, goes to the primary. Connected as the primary is.
-DATABASE_REPLICA_URLS = env_list("DATABASE_REPLICA_URLS", default=[])
-for _url in DATABASE_REPLICA_URLS:
-    if not _url.startswith(("postgres://", "postgresql://")):
-        raise ImproperlyConfigured(
-            f"DATABASE_REPLICA_URLS: {_url.split('@')[-1]!r} is not a postgres:// or postgresql:// URL."
-        )
+DATABASE_REPLICA_URLS = env_url_list("DATABASE_REPLICA_URLS", schemes=("postgres", "postgresql"))
 DATABASES |= replicas.replica_settings(DATABASE_REPLICA_URLS, DATABASES["default"])
 DATABASE_ROUTERS = ["config.replicas.ReplicaRouter"] if DATABASE_REPLICA_URLS else []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Person
 from config.prepared import Prepared, statement_cursor
-from config.replicas import reads_alias
+from config.replicas import read_connection, reads_alias
 from conversations import kept_pairs
 from conversations.dates import NamedDate, named_dates, without_dates
 from conversations.models import Conversation, ConversationImport, Message, MessagePassage, MessageVector, Turn
@@ -276,7 +276,9 @@ class RankedMessages:
             rows = _hit_rows(self.team_id, ahead)
             chosen, _ = _distinct(ahead, rows, limit)
             return [
-                MessageHit(message=Message.from_db(connection.alias, _HIT_FIELDS, rows[pk]), score=self.totals[pk])
+                MessageHit(
+                    message=Message.from_db(read_connection().alias, _HIT_FIELDS, rows[pk]), score=self.totals[pk]
+                )
                 for pk in chosen
             ]
         if any(pk not in self._read for pk in ahead[:limit]):
@@ -302,7 +304,7 @@ class RankedMessages:
         if message is None:
             row = self._read[pk]
             assert row is not None, pk  # hits() builds only the messages it found
-            message = self._messages[pk] = Message.from_db(connection.alias, _HIT_FIELDS, row)
+            message = self._messages[pk] = Message.from_db(read_connection().alias, _HIT_FIELDS, row)
         return message
 
 
